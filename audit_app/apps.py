@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AuditAppConfig(AppConfig):
+    name = "audit_app"
+    verbose_name = "Compliance and audit"
+    default_auto_field = "django.db.models.BigAutoField"

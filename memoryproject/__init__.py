@@ -1,0 +1,3 @@
+"""memoryproject: persistent, verified and auditable memory for LLM agents."""
+
+__version__ = "0.1.0"

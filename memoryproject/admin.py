@@ -1,0 +1,47 @@
+"""Admin for projects and API keys (keys are listed and revoked here; created by command)."""
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponseRedirect
+from rest_framework_api_key.admin import APIKeyModelAdmin
+
+from memoryproject.models import Project, ProjectAPIKey
+
+admin.site.site_header = "memoryproject console"
+admin.site.site_title = "memoryproject"
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+
+
+@admin.register(ProjectAPIKey)
+class ProjectAPIKeyAdmin(APIKeyModelAdmin):
+    list_display = [*APIKeyModelAdmin.list_display, "scope", "project_list"]
+    list_filter = [*APIKeyModelAdmin.list_filter, "scope", "projects"]
+    filter_horizontal = ["projects"]
+    actions = ["revoke_keys"]
+
+    @admin.display(description="projects")
+    def project_list(self, obj: ProjectAPIKey) -> str:
+        return ", ".join(p.slug for p in obj.projects.all())
+
+    @admin.action(description="Revoke the selected API keys")
+    def revoke_keys(self, request: HttpRequest, queryset):  # type: ignore[no-untyped-def]
+        count = 0
+        for key in queryset.filter(revoked=False):
+            key.revoked = True
+            key.save(update_fields=["revoked"])
+            count += 1
+        self.message_user(request, f"Revoked {count} API key(s).", messages.SUCCESS)
+        return HttpResponseRedirect(request.get_full_path())
+
+
+# The library's own key model is unused: keys are project-bound ProjectAPIKey rows.
+try:
+    from rest_framework_api_key.models import APIKey
+
+    admin.site.unregister(APIKey)
+except admin.sites.NotRegistered:  # pragma: no cover
+    pass

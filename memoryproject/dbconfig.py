@@ -1,0 +1,37 @@
+"""Turns DATABASE_URL into Django's DATABASES entry.
+
+SQLite is the embedded default. Left to Django's defaults it answers "database is locked" to
+concurrent writers; IMMEDIATE transactions, WAL and a busy timeout cure that.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+SQLITE_OPTIONS: dict[str, Any] = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": (
+        "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;"
+        "PRAGMA busy_timeout=20000;PRAGMA foreign_keys=ON"
+    ),
+}
+
+
+def default_sqlite_url(base_dir: Path) -> str:
+    return f"sqlite:///{base_dir / 'data' / 'memoryproject.sqlite3'}"
+
+
+def database_config(url: str | None, *, base_dir: Path) -> dict[str, Any]:
+    """The DATABASES['default'] entry for ``url`` (None or empty: the SQLite file in data/)."""
+    url = (url or "").strip() or default_sqlite_url(base_dir)
+    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        name = str(config.get("NAME") or "")
+        if name and name != ":memory:":
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
+    return config

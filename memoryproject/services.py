@@ -1,0 +1,75 @@
+"""Writes on projects and API keys."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from memoryproject.errors import ApplicationError
+from memoryproject.models import Project, ProjectAPIKey, Scope
+from memoryproject.projects import validate_project_slug
+
+
+def api_key_create(
+    *, name: str, project_slugs: Sequence[str], scope: str, create_projects: bool = False
+) -> tuple[ProjectAPIKey, str]:
+    """Creates a key bound to the projects; answers the row and the key (shown once)."""
+    if not name.strip():
+        raise ApplicationError("name: must not be empty", field="name")
+    if scope not in Scope.values:
+        raise ApplicationError(
+            f"scope: must be one of {', '.join(Scope.values)}, got '{scope}'", field="scope"
+        )
+    if not project_slugs:
+        raise ApplicationError("project: at least one project is required", field="project")
+    with transaction.atomic():
+        projects = []
+        for slug in project_slugs:
+            slug = validate_project_slug(slug)
+            if create_projects:
+                project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": slug})
+            else:
+                try:
+                    project = Project.objects.get(slug=slug)
+                except Project.DoesNotExist as exc:
+                    raise ApplicationError(
+                        f"project: no project '{slug}' (pass --create-projects to create it)",
+                        field="project",
+                    ) from exc
+            projects.append(project)
+        api_key, key = ProjectAPIKey.objects.create_key(name=name.strip(), scope=scope)
+        api_key.projects.set(projects)
+    return api_key, key
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    created: bool
+    username: str = ""
+    password: str = ""
+    api_key: str = ""
+
+
+def bootstrap_first_run(*, default_project: str = "default") -> BootstrapResult:
+    """On first run only: an 'admin' superuser with a random password and a write key.
+
+    Changes nothing once any superuser exists.
+    """
+    user_model = get_user_model()
+    with transaction.atomic():
+        if user_model.objects.filter(is_superuser=True).exists():
+            return BootstrapResult(created=False)
+        password = secrets.token_urlsafe(18)
+        username = "admin"
+        if user_model.objects.filter(username=username).exists():
+            username = f"admin-{secrets.token_hex(3)}"
+        user_model.objects.create_superuser(username=username, email="", password=password)
+        Project.objects.get_or_create(slug=default_project, defaults={"name": "Default project"})
+        _, key = api_key_create(
+            name="bootstrap write key", project_slugs=[default_project], scope=Scope.WRITE
+        )
+    return BootstrapResult(created=True, username=username, password=password, api_key=key)

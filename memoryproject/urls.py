@@ -1,0 +1,31 @@
+"""URL map. Each app contributes its /v1 routes from its api/urls.py."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+
+from memoryproject import views
+
+v1 = [
+    path("projects", views.ProjectListView.as_view(), name="project-list"),
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
+        name="schema",
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="schema", authentication_classes=[], permission_classes=[AllowAny]
+        ),
+        name="docs",
+    ),
+]
+
+urlpatterns = [
+    path("", views.landing, name="landing"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("v1/", include(v1)),
+]

@@ -1,0 +1,175 @@
+"""Settings, bootstrap, health, landing page and the create_api_key command."""
+
+import os
+import socket
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from memoryproject.dbconfig import database_config
+from memoryproject.models import ProjectAPIKey
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_database_url_absent_means_sqlite_file_in_data_dir(tmp_path):
+    config = database_config(None, base_dir=tmp_path)
+    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert config["NAME"] == str(tmp_path / "data" / "memoryproject.sqlite3")
+    assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in config["OPTIONS"]["init_command"]
+    assert "busy_timeout" in config["OPTIONS"]["init_command"]
+
+
+def test_database_url_postgres_is_parsed(tmp_path):
+    config = database_config("postgres://mem:pw@db.example:5433/memory", base_dir=tmp_path)
+    assert config["ENGINE"] == "django.db.backends.postgresql"
+    assert (config["HOST"], config["PORT"], config["NAME"], config["USER"]) == (
+        "db.example",
+        5433,
+        "memory",
+        "mem",
+    )
+    assert "transaction_mode" not in config.get("OPTIONS", {})
+
+
+def _manage(*args: str, **env_overrides: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    env["DJANGO_SETTINGS_MODULE"] = "memoryproject.settings"
+    env.update(env_overrides)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
+def test_production_mode_without_secret_key_refuses_to_start():
+    result = _manage("check")
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+    assert "refuses to start in production mode" in result.stderr
+
+
+def test_debug_mode_starts_without_secret_key():
+    result = _manage("check", DEBUG="1")
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.django_db
+def test_bootstrap_creates_admin_once_and_never_resets_password():
+    out = StringIO()
+    call_command("bootstrap", stdout=out)
+    text = out.getvalue()
+    password = next(
+        line.split(":", 1)[1].strip() for line in text.splitlines() if "password" in line
+    )
+    key = next(line.split(":", 1)[1].strip() for line in text.splitlines() if "API key" in line)
+    user = get_user_model().objects.get(username="admin")
+    assert user.is_superuser and user.check_password(password)
+    assert len(password) >= 20
+
+    again = StringIO()
+    call_command("bootstrap", stdout=again)
+    assert "nothing changed" in again.getvalue()
+    assert password not in again.getvalue()
+    user.refresh_from_db()
+    assert user.check_password(password)
+    assert get_user_model().objects.filter(is_superuser=True).count() == 1
+    assert ProjectAPIKey.objects.count() == 1
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get("/v1/projects").json()["scope"] == "write"
+
+
+@pytest.mark.django_db
+def test_bootstrap_passwords_are_random():
+    first = StringIO()
+    call_command("bootstrap", stdout=first)
+    get_user_model().objects.all().delete()
+    second = StringIO()
+    call_command("bootstrap", stdout=second)
+
+    def pw(text: str) -> str:
+        return next(line for line in text.splitlines() if "password" in line)
+
+    assert pw(first.getvalue()) != pw(second.getvalue())
+
+
+@pytest.mark.django_db
+def test_printed_credentials_log_in_to_admin(client):
+    out = StringIO()
+    call_command("bootstrap", stdout=out)
+    password = next(
+        line.split(":", 1)[1].strip() for line in out.getvalue().splitlines() if "password" in line
+    )
+    response = client.post(
+        "/admin/login/?next=/admin/", {"username": "admin", "password": password}, follow=True
+    )
+    assert response.status_code == 200
+    assert response.context["user"].is_authenticated
+    assert b"Site administration" in response.content
+
+
+@pytest.mark.django_db
+def test_create_api_key_command_prints_key_once():
+    out, err = StringIO(), StringIO()
+    call_command(
+        "create_api_key",
+        "--name",
+        "ci",
+        "--project",
+        "default",
+        "--scope",
+        "read",
+        stdout=out,
+        stderr=err,
+    )
+    key = out.getvalue().strip()
+    api_key = ProjectAPIKey.objects.get(name="ci")
+    assert key.startswith(api_key.prefix + ".")
+    assert api_key.scope == "read"
+    assert [p.slug for p in api_key.projects.all()] == ["default"]
+
+
+@pytest.mark.django_db
+def test_healthz_reports_database_and_migrations():
+    body = APIClient().get("/healthz").json()
+    assert body["status"] == "ok"
+    assert body["database"] in {"sqlite", "postgresql"}
+    assert body["pending_migrations"] is False
+    assert body["version"]
+
+
+@pytest.mark.django_db
+def test_landing_page_links_admin_docs_and_mcp(client):
+    html = client.get("/").content.decode()
+    for link in ('href="/admin/"', 'href="/v1/docs/"', 'href="/v1/schema/"', "mcp_serve"):
+        assert link in html
+
+
+@pytest.mark.django_db
+def test_api_docs_page_serves_offline_assets(client):
+    html = client.get("/v1/docs/").content.decode()
+    assert "swagger" in html.lower()
+    assert "cdn.jsdelivr" not in html
+
+
+def test_count_tokens_works_with_network_blocked(monkeypatch):
+    from memoryproject import tokens
+
+    tokens._encoding_locked.cache_clear()
+
+    def refuse(*args, **kwargs):
+        raise OSError("network access is blocked in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    assert tokens.count_tokens("hello world") == 2
+    assert tokens.count_tokens("") == 0
+    assert tokens.count_tokens("def fact_upsert(subject_id):") > 3
