@@ -1,0 +1,53 @@
+"""Timestamps in and out: timezone-aware UTC everywhere.
+
+Inputs are ISO-8601 with a timezone (``2026-04-20T00:00:00Z`` or ``+02:00``); a naive or
+malformed one is an ApplicationError naming the field. Outputs are ISO-8601 in UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memoryproject.errors import ApplicationError
+
+
+def parse_aware_datetime(value: object, *, field: str, required: bool = False) -> datetime | None:
+    """``value`` (str or datetime) as an aware UTC datetime; None stays None unless required."""
+    if value is None or value == "":
+        if required:
+            raise ApplicationError(f"{field}: is required (ISO-8601 with a timezone)", field=field)
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = datetime.fromisoformat(
+                text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+            )
+        except ValueError as exc:
+            raise ApplicationError(
+                f"{field}: '{value}' is not an ISO-8601 timestamp (e.g. 2026-04-20T09:30:00Z)",
+                field=field,
+            ) from exc
+    else:
+        raise ApplicationError(
+            f"{field}: must be an ISO-8601 timestamp string, got {type(value).__name__}",
+            field=field,
+        )
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ApplicationError(
+            f"{field}: '{value}' has no timezone; add one, e.g. 'Z' or '+00:00'", field=field
+        )
+    return parsed.astimezone(UTC)
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a 'Z' suffix, or None."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
