@@ -2,19 +2,23 @@
 
 The database still comes from DATABASE_URL, so the same suite runs on SQLite and PostgreSQL.
 SQLite tests use a file (not :memory:) so that server processes spawned by tests (MCP over
-stdio) see the same data.
+stdio) see the same data. MEMORY_TEST_DB_SUFFIX keeps concurrent suites on one machine apart.
 """
 
 import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
 
-from memoryproject.settings import *  # noqa: F403
-from memoryproject.settings import BASE_DIR, DATABASES
+from memoryproject.settings import *  # noqa: E402,F403
+from memoryproject.settings import BASE_DIR, DATABASES, STORAGES  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
+STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"
 
+_suffix = os.environ.get("MEMORY_TEST_DB_SUFFIX", "").strip()
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "data" / f"test_{_worker}.sqlite3")}
+    _name = f"test_{_worker}{'_' + _suffix if _suffix else ''}.sqlite3"
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "data" / _name)}
+elif _suffix:
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{_suffix}"}
