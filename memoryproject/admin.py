@@ -1,6 +1,7 @@
 """Admin for projects and API keys (keys are listed and revoked here; created by command)."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.exceptions import NotRegistered
 from django.http import HttpRequest, HttpResponseRedirect
 from rest_framework_api_key.admin import APIKeyModelAdmin
 
@@ -18,8 +19,8 @@ class ProjectAdmin(admin.ModelAdmin):
 
 @admin.register(ProjectAPIKey)
 class ProjectAPIKeyAdmin(APIKeyModelAdmin):
-    list_display = [*APIKeyModelAdmin.list_display, "scope", "project_list"]
-    list_filter = [*APIKeyModelAdmin.list_filter, "scope", "projects"]
+    list_display = (*APIKeyModelAdmin.list_display, "scope", "project_list")  # type: ignore[assignment]
+    list_filter = (*APIKeyModelAdmin.list_filter, "scope", "projects")  # type: ignore[assignment]
     filter_horizontal = ["projects"]
     actions = ["revoke_keys"]
 
@@ -43,5 +44,5 @@ try:
     from rest_framework_api_key.models import APIKey
 
     admin.site.unregister(APIKey)
-except admin.sites.NotRegistered:  # pragma: no cover
+except NotRegistered:  # pragma: no cover
     pass

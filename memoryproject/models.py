@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.core.validators import RegexValidator
 from django.db import models
-from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
+from rest_framework_api_key.models import AbstractAPIKey
 
 SLUG_RULE = "lower-case letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64 characters"
 slug_validator = RegexValidator(
@@ -38,15 +38,9 @@ class Scope(models.TextChoices):
 SCOPE_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
 
 
-class ProjectAPIKeyManager(BaseAPIKeyManager):
-    pass
-
-
 class ProjectAPIKey(AbstractAPIKey):
     projects = models.ManyToManyField(Project, related_name="api_keys")
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.READ)
-
-    objects = ProjectAPIKeyManager()
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "API key"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -41,7 +42,8 @@ def api_key_create(
                         field="project",
                     ) from exc
             projects.append(project)
-        api_key, key = ProjectAPIKey.objects.create_key(name=name.strip(), scope=scope)
+        created, key = ProjectAPIKey.objects.create_key(name=name.strip(), scope=scope)
+        api_key = cast(ProjectAPIKey, created)
         api_key.projects.set(projects)
     return api_key, key
 

@@ -9,8 +9,8 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
 
-from memoryproject.settings import *  # noqa: E402,F403
-from memoryproject.settings import BASE_DIR, DATABASES, STORAGES  # noqa: E402
+from memoryproject.settings import *  # noqa: F403
+from memoryproject.settings import BASE_DIR, DATABASES, STORAGES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"
