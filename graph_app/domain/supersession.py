@@ -1,0 +1,83 @@
+"""Where a new fact goes in the history of its (subject, predicate): pure rules, no storage.
+
+For a singular predicate at most one fact is active. Given the facts already recorded for the
+pair, a new assertion is one of:
+
+- ``unchanged``: it repeats the active fact (same object) from a time at or after the active
+  fact's start, or repeats a recorded fact exactly (same object and start), so nothing new is
+  learned and no row is written;
+- ``history``: some recorded fact starts later than it, so it is history: it is closed at the
+  start of the next fact (its successor) and does not replace the current truth;
+- ``active``: it becomes the active fact, closing the current active one (if any) at its own
+  ``valid_from``.
+
+Non-singular predicates keep several active values: only an identical active value is
+``unchanged``; anything else is simply added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+Outcome = Literal["unchanged", "history", "active"]
+
+
+@dataclass(frozen=True)
+class ChainFact:
+    id: str
+    object_value: str
+    object_entity: str | None
+    valid_from: datetime
+    valid_until: datetime | None
+    recorded_at: datetime
+
+
+@dataclass(frozen=True)
+class Placement:
+    outcome: Outcome
+    existing_id: str | None = None  # the identical active fact (unchanged)
+    close_id: str | None = None  # the active fact to close at the new valid_from (active)
+    successor_id: str | None = None  # the next fact (history)
+    valid_until: datetime | None = None  # the new fact's own end (history)
+
+
+def _same_object(fact: ChainFact, object_value: str, object_entity: str | None) -> bool:
+    return fact.object_value == object_value and fact.object_entity == object_entity
+
+
+def place_fact(
+    chain: Sequence[ChainFact],
+    *,
+    object_value: str,
+    object_entity: str | None,
+    valid_from: datetime,
+    singular: bool,
+) -> Placement:
+    """Decides the new fact's place among ``chain`` (every fact of its subject and predicate)."""
+    active = [f for f in chain if f.valid_until is None]
+    if not singular:
+        for fact in active:
+            if _same_object(fact, object_value, object_entity) and fact.valid_from <= valid_from:
+                return Placement("unchanged", existing_id=fact.id)
+        return Placement("active")
+
+    current = min(active, key=lambda f: (f.valid_from, f.recorded_at)) if active else None
+    if (
+        current is not None
+        and _same_object(current, object_value, object_entity)
+        and current.valid_from <= valid_from
+    ):
+        return Placement("unchanged", existing_id=current.id)
+
+    for fact in chain:
+        if fact.valid_from == valid_from and _same_object(fact, object_value, object_entity):
+            return Placement("unchanged", existing_id=fact.id)
+
+    later = [f for f in chain if f.valid_from > valid_from]
+    if later:
+        successor = min(later, key=lambda f: (f.valid_from, f.recorded_at, f.id))
+        return Placement("history", successor_id=successor.id, valid_until=successor.valid_from)
+    return Placement("active", close_id=current.id if current else None)

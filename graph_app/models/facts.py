@@ -1,0 +1,77 @@
+"""Temporal facts: (subject, predicate, object) with valid time and transaction time.
+
+Valid time is ``[valid_from, valid_until)`` (open while ``valid_until`` is null: the active
+fact). Transaction time is ``recorded_at`` (when the fact was learned) and ``closed_at`` (when
+its closure was learned), so the graph can be read as it was known at any moment. Facts are
+never deleted; a superseded one points at its successor. A fact whose object is an entity is an
+edge of the graph.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class TemporalFact(models.Model):
+    id = models.CharField(primary_key=True, max_length=40)
+    project = models.ForeignKey(
+        "memoryproject.Project", on_delete=models.CASCADE, related_name="facts"
+    )
+    subject = models.ForeignKey("graph_app.Entity", on_delete=models.PROTECT, related_name="facts")
+    predicate = models.CharField(max_length=128)
+    object_value = models.TextField()
+    object_entity = models.ForeignKey(
+        "graph_app.Entity",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="incoming_facts",
+    )
+    singular = models.BooleanField(default=True)
+    confidence = models.FloatField(default=1.0)
+    valid_from = models.DateTimeField()
+    valid_until = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="supersedes"
+    )
+    source_episode = models.ForeignKey(
+        "graph_app.Episode",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="facts",
+    )
+    sha256 = models.CharField(max_length=64)
+    revision = models.BigIntegerField(db_index=True)
+
+    class Meta:
+        ordering = ["recorded_at", "id"]
+        constraints = [
+            # Concurrent writers can never leave two active truths for one singular predicate.
+            models.UniqueConstraint(
+                fields=["project", "subject", "predicate"],
+                condition=Q(valid_until__isnull=True, singular=True),
+                name="graph_fact_one_active_singular",
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0.0) & Q(confidence__lte=1.0),
+                name="graph_fact_confidence_range",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "subject", "predicate"], name="graph_fact_spo"),
+            models.Index(fields=["project", "revision"], name="graph_fact_proj_rev"),
+            models.Index(fields=["project", "valid_until"], name="graph_fact_proj_open"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.subject_id} {self.predicate} {self.object_value[:40]}"
+
+    @property
+    def status(self) -> str:
+        if self.valid_until is None:
+            return "active"
+        return "superseded" if self.superseded_by_id else "retracted"
