@@ -1,0 +1,135 @@
+"""Extracting the context of earlier work from recent traces, scoring it and rendering it.
+
+Traces come newest first. Each required field takes its latest non-empty value; open questions
+are gathered across traces (newest first, de-duplicated, at most five) and so are the models that
+produced them (at most three). The trust score of the result follows the model in ``trust``:
+p is the share of required fields the context carries, Ue the divergence between the traces'
+own trust scores, Ua their mean risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sessions_app.domain.trust import TrustScore, divergence, mean_risk, trust_score
+
+REQUIRED_FIELDS = ("active_project", "last_decision", "current_output")
+MAX_OPEN_QUESTIONS = 5
+MAX_RECENT_MODELS = 3
+
+
+@dataclass(frozen=True)
+class TraceView:
+    """What context extraction needs from one stored trace."""
+
+    trace_id: str
+    model: str
+    trust_score: float
+    risk: float
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ExtractedContext:
+    active_project: str = ""
+    last_decision: str = ""
+    current_output: str = ""
+    open_questions: list[str] = field(default_factory=list)
+    recent_models: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "active_project": self.active_project,
+            "last_decision": self.last_decision,
+            "open_questions": list(self.open_questions),
+            "current_output": self.current_output,
+            "recent_models": list(self.recent_models),
+        }
+
+    def present_fields(self) -> list[str]:
+        return [name for name in REQUIRED_FIELDS if getattr(self, name)]
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_text(item) for item in value if _text(item))
+    return str(value).strip()
+
+
+def _items(value: Any) -> list[str]:
+    """A list-valued field as clean strings; a plain string counts as one item."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, (list, tuple)):
+        return [text for text in (_text(item) for item in value) if text]
+    return [_text(value)] if _text(value) else []
+
+
+def _dedupe(values: Iterable[str], limit: int) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for value in values:
+        key = " ".join(value.casefold().split())
+        if key and key not in seen:
+            seen.add(key)
+            out.append(value)
+            if len(out) == limit:
+                break
+    return out
+
+
+def context_extract(traces: Sequence[TraceView]) -> ExtractedContext:
+    """The context carried by ``traces`` (newest first)."""
+    latest: dict[str, str] = {}
+    for trace in traces:
+        for name in REQUIRED_FIELDS:
+            if name not in latest:
+                value = _text(trace.metadata.get(name))
+                if value:
+                    latest[name] = value
+    questions = _dedupe(
+        (q for trace in traces for q in _items(trace.metadata.get("open_questions"))),
+        MAX_OPEN_QUESTIONS,
+    )
+    models = _dedupe((trace.model for trace in traces if trace.model), MAX_RECENT_MODELS)
+    return ExtractedContext(
+        active_project=latest.get("active_project", ""),
+        last_decision=latest.get("last_decision", ""),
+        current_output=latest.get("current_output", ""),
+        open_questions=questions,
+        recent_models=models,
+    )
+
+
+def context_score(context: ExtractedContext, traces: Sequence[TraceView]) -> TrustScore:
+    p = len(context.present_fields()) / len(REQUIRED_FIELDS) if traces else 0.0
+    return trust_score(
+        p=p,
+        ue=divergence([t.trust_score for t in traces]),
+        ua=mean_risk([t.risk for t in traces]),
+    )
+
+
+def system_prompt_render(context: ExtractedContext, score: TrustScore, trace_count: int) -> str:
+    """The block an agent puts in its system prompt; stable text so its SHA-256 is a receipt."""
+    lines = [
+        f"SESSION_CONTEXT: (trust={score.confidence:.2f}, decision={score.decision}, "
+        f"traces={trace_count})",
+        f"Active project: {context.active_project or '(unknown)'}",
+        f"Last decision: {context.last_decision or '(none recorded)'}",
+        f"Current output: {context.current_output or '(none recorded)'}",
+    ]
+    if context.open_questions:
+        lines.append("Open questions:")
+        lines.extend(f"- {q}" for q in context.open_questions)
+    if context.recent_models:
+        lines.append(f"Recent models: {', '.join(context.recent_models)}")
+    return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""The epistemic trust model: C = p · (1 - Ue - Ua), R = 1 - C, and the action gate on R.
+
+p is how much of the required context is present, Ue the epistemic uncertainty (divergence,
+vagueness), Ua the aleatoric risk carried by the sources. Each input is clamped to [0, 1] and
+Ue + Ua is capped at 1, so C and R always stay in [0, 1]. Pure Python so that the formula can be
+property-tested without a database and reused by every caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean, pvariance
+
+PASS = "PASS"
+REFINE = "REFINE"
+ESCALATE = "ESCALATE"
+DECISIONS = (PASS, REFINE, ESCALATE)
+
+# Gate thresholds on R: below PASS_BELOW passes, from ESCALATE_FROM escalates, between refines.
+PASS_BELOW = 0.25
+ESCALATE_FROM = 0.60
+
+# Divergence of a single trace cannot be measured; a fixed uncertainty stands in for it.
+SINGLE_TRACE_DIVERGENCE = 0.2
+DIGITS = 4
+
+
+def clamp01(value: float) -> float:
+    return min(1.0, max(0.0, float(value)))
+
+
+def action_gate(risk: float) -> str:
+    """PASS when R < 0.25, REFINE when 0.25 ≤ R < 0.60, ESCALATE when R ≥ 0.60."""
+    if risk < PASS_BELOW:
+        return PASS
+    if risk < ESCALATE_FROM:
+        return REFINE
+    return ESCALATE
+
+
+@dataclass(frozen=True)
+class TrustScore:
+    p: float
+    ue: float
+    ua: float
+    total_uncertainty: float
+    confidence: float
+    risk: float
+    decision: str
+
+    @property
+    def trust_score(self) -> float:
+        return self.confidence
+
+    def signals(self) -> dict[str, float]:
+        """The inputs that explain the score, rounded for responses."""
+        return {
+            "p": round(self.p, DIGITS),
+            "ue": round(self.ue, DIGITS),
+            "ua": round(self.ua, DIGITS),
+            "total_uncertainty": round(self.total_uncertainty, DIGITS),
+        }
+
+
+def trust_score(*, p: float, ue: float, ua: float) -> TrustScore:
+    """Scores one piece of context. ``confidence`` and ``risk`` are rounded to 4 decimals and
+    always sum to exactly 1 (R is derived from the rounded C, so the gate sees what clients see)."""
+    p, ue, ua = clamp01(p), clamp01(ue), clamp01(ua)
+    total = min(1.0, ue + ua)
+    confidence = round(p * (1.0 - total), DIGITS)
+    risk = round(1.0 - confidence, DIGITS)
+    return TrustScore(
+        p=p,
+        ue=ue,
+        ua=ua,
+        total_uncertainty=total,
+        confidence=confidence,
+        risk=risk,
+        decision=action_gate(risk),
+    )
+
+
+def raw_confidence(*, p: float, ue: float, ua: float) -> float:
+    """C before rounding: what the monotonicity properties are stated on."""
+    p, ue, ua = clamp01(p), clamp01(ue), clamp01(ua)
+    return p * (1.0 - min(1.0, ue + ua))
+
+
+def divergence(scores: Sequence[float]) -> float:
+    """Ue for a set of traces: the variance of their trust scores * 4, capped at 1.
+
+    A single trace gets SINGLE_TRACE_DIVERGENCE; no traces have nothing to diverge (0).
+    """
+    if not scores:
+        return 0.0
+    if len(scores) == 1:
+        return SINGLE_TRACE_DIVERGENCE
+    return min(1.0, pvariance([clamp01(s) for s in scores]) * 4.0)
+
+
+def mean_risk(risks: Sequence[float]) -> float:
+    """Ua for a set of traces: the mean of their risks (0 when there are none)."""
+    return fmean(clamp01(r) for r in risks) if risks else 0.0
