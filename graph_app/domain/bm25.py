@@ -1,0 +1,194 @@
+"""Okapi BM25 over a mutable document set, with exact-identifier boosting.
+
+The scoring is rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75, negative IDFs floored at
+epsilon x average IDF, the IDF table computed by ``BM25Okapi._calc_idf`` itself). What differs is
+the bookkeeping: documents can be added, replaced and removed one at a time (term postings,
+document frequencies and lengths are maintained incrementally), and a query only touches the
+postings of its own terms instead of every document. The IDF table is recomputed from the
+document frequencies, in sorted term order, whenever the set changed, so an index brought up
+to date by a series of writes scores exactly like one built from scratch over the same
+documents. Pure Python + numpy: no Django import.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+K1 = 1.5
+B = 0.75
+EPSILON = 0.25
+# Extra weight, in multiples of the term's IDF, for a query identifier found whole in a
+# document: "order_repository" should beat a document that only says "order" and "repository".
+IDENTIFIER_BOOST = 1.0
+
+
+class BM25Index:
+    """Documents keyed by string, scored with BM25Okapi; slots are stable integer positions."""
+
+    def __init__(self, *, k1: float = K1, b: float = B, epsilon: float = EPSILON) -> None:
+        self.k1 = k1
+        self.b = b
+        self.epsilon = epsilon
+        self._slot_of: dict[str, int] = {}
+        self._keys: list[str | None] = []
+        self._free: list[int] = []
+        self._doc_terms: list[dict[str, int] | None] = []
+        self._doc_len: list[int] = []
+        self._postings: dict[str, dict[int, int]] = {}
+        self._total_len = 0
+        self._dirty = True
+        self._idf: dict[str, float] = {}
+        self._avgdl = 0.0
+        self._doc_len_array = np.zeros(0)
+        self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- maintenance ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._slot_of
+
+    @property
+    def n_slots(self) -> int:
+        return len(self._keys)
+
+    def slot(self, key: str) -> int | None:
+        return self._slot_of.get(key)
+
+    def key(self, slot: int) -> str | None:
+        return self._keys[slot]
+
+    def keys(self) -> list[str]:
+        return list(self._slot_of)
+
+    def upsert(self, key: str, tokens: Sequence[str]) -> int:
+        """Add or replace the document ``key``; answers its slot."""
+        if key in self._slot_of:
+            slot = self._slot_of[key]
+            if self._doc_terms[slot] == dict(Counter(tokens)):
+                return slot
+            self._unindex(slot)
+        elif self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self._keys)
+            self._keys.append(None)
+            self._doc_terms.append(None)
+            self._doc_len.append(0)
+        self._slot_of[key] = slot
+        self._keys[slot] = key
+        terms = dict(Counter(tokens))
+        self._doc_terms[slot] = terms
+        self._doc_len[slot] = len(tokens)
+        self._total_len += len(tokens)
+        for term, tf in terms.items():
+            self._postings.setdefault(term, {})[slot] = tf
+            self._posting_arrays.pop(term, None)
+        self._dirty = True
+        return slot
+
+    def remove(self, key: str) -> None:
+        slot = self._slot_of.pop(key, None)
+        if slot is None:
+            return
+        self._unindex(slot)
+        self._keys[slot] = None
+        self._doc_terms[slot] = None
+        self._doc_len[slot] = 0
+        self._free.append(slot)
+        self._dirty = True
+
+    def _unindex(self, slot: int) -> None:
+        terms = self._doc_terms[slot] or {}
+        for term in terms:
+            posting = self._postings.get(term)
+            if posting is not None:
+                posting.pop(slot, None)
+                if not posting:
+                    del self._postings[term]
+            self._posting_arrays.pop(term, None)
+        self._total_len -= self._doc_len[slot]
+        self._doc_len[slot] = 0
+        self._dirty = True
+
+    def _refresh(self) -> None:
+        if not self._dirty:
+            return
+        n_docs = len(self._slot_of)
+        self._avgdl = self._total_len / n_docs if n_docs else 0.0
+        self._doc_len_array = np.asarray(self._doc_len, dtype=np.float64)
+        self._idf = {}
+        if n_docs and self._postings:
+            # rank-bm25's own IDF computation; sorted terms make the average IDF (a float sum)
+            # independent of the order in which documents arrived.
+            idf_table = BM25Okapi.__new__(BM25Okapi)
+            idf_table.corpus_size = n_docs
+            idf_table.epsilon = self.epsilon
+            idf_table.idf = {}
+            idf_table._calc_idf(
+                {term: len(self._postings[term]) for term in sorted(self._postings)}
+            )
+            self._idf = idf_table.idf
+        self._dirty = False
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def idf(self, term: str) -> float:
+        self._refresh()
+        return self._idf.get(term, 0.0)
+
+    def _posting_array(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self._posting_arrays.get(term)
+        if cached is None:
+            posting = self._postings.get(term)
+            if not posting:
+                return None
+            slots = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+            tfs = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
+            cached = (slots, tfs)
+            self._posting_arrays[term] = cached
+        return cached
+
+    def dense_scores(
+        self, query: Sequence[str], *, boost_identifiers: Iterable[str] = ()
+    ) -> np.ndarray:
+        """BM25Okapi scores of every slot for ``query`` (repeated terms count again, as in
+        rank-bm25), plus ``IDENTIFIER_BOOST`` x IDF for each whole identifier a document holds."""
+        self._refresh()
+        scores = np.zeros(len(self._keys))
+        if not self._slot_of:
+            return scores
+        norm = self.k1 * (1 - self.b + self.b * self._doc_len_array / self._avgdl)
+        for term in query:
+            arrays = self._posting_array(term)
+            if arrays is None:
+                continue
+            slots, tfs = arrays
+            scores[slots] += self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[slots]))
+        for identifier in set(boost_identifiers):
+            arrays = self._posting_array(identifier)
+            if arrays is None:
+                continue
+            scores[arrays[0]] += IDENTIFIER_BOOST * max(self._idf.get(identifier, 0.0), 0.0)
+        return scores
+
+    def matched_terms(self, query: Sequence[str]) -> np.ndarray:
+        """How many distinct query terms each slot contains (BM25 can give a present term an
+        IDF of zero in a tiny corpus; this still tells a match from a miss)."""
+        counts = np.zeros(len(self._keys))
+        for term in set(query):
+            arrays = self._posting_array(term)
+            if arrays is not None:
+                counts[arrays[0]] += 1
+        return counts
+
+    def scores(self, query: Sequence[str]) -> dict[str, float]:
+        """Scores by key for every live document (mainly for tests and small corpora)."""
+        dense = self.dense_scores(query)
+        return {key: float(dense[slot]) for key, slot in self._slot_of.items()}

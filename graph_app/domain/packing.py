@@ -1,0 +1,181 @@
+"""Token-budget packing: the best cited lines that fit ``max_tokens``, framing included.
+
+Items are chosen greedily by utility density (utility per token), so several short, relevant
+lines beat one long, slightly more relevant one. An item longer than a share of the budget is
+truncated first (its citation is always kept), and leftover room at the end is filled with a
+truncated copy of the best item that did not fit. Token counts are estimates per line until
+the end: the final markdown (title, section headings, lines) is counted as a whole and items
+are dropped, least dense first, until it fits, so the bundle never exceeds ``max_tokens``
+whatever the tokenizer does at line boundaries. The counter is passed in (the product's
+cl100k counter in production). Pure Python: no Django import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+TITLE = "# Memory context"
+ELLIPSIS = "…"
+# An item may take at most this share of the budget before it is truncated.
+ITEM_BUDGET_SHARE = 0.35
+# Below this many tokens of room, a truncated line carries too little to be worth its citation.
+MIN_TRUNCATED_TOKENS = 24
+
+
+@dataclass(frozen=True)
+class PackItem:
+    """One candidate line. ``text[:keep]`` (the citation) is never cut; the rest may be
+    truncated when ``truncatable``. ``order`` sorts lines inside their section."""
+
+    key: str
+    text: str
+    utility: float
+    section: str = ""
+    keep: int = 0
+    truncatable: bool = False
+    order: tuple = field(default=())
+
+
+@dataclass(frozen=True)
+class PackedItem:
+    key: str
+    text: str
+    utility: float
+    tokens: int
+    truncated: bool
+    section: str
+
+
+@dataclass(frozen=True)
+class Packed:
+    markdown: str
+    token_count: int
+    items: list[PackedItem]
+
+
+def render(
+    items: Sequence[PackedItem | PackItem], *, title: str = TITLE, sections: Sequence[str] = ()
+) -> str:
+    """The markdown bundle: title, then each non-empty section with its lines."""
+    if not items:
+        return title
+    order = {name: index for index, name in enumerate(sections)}
+    by_section: dict[str, list] = {}
+    for item in items:
+        by_section.setdefault(item.section, []).append(item)
+    lines = [title]
+    for name in sorted(by_section, key=lambda s: (order.get(s, len(order)), s)):
+        if name:
+            lines.append(f"## {name}")
+        lines.extend(item.text for item in by_section[name])
+    return "\n".join(lines)
+
+
+def truncate(item: PackItem, max_tokens: int, count: Callable[[str], int]) -> PackItem | None:
+    """``item`` cut (at a word boundary when possible) so its line takes at most
+    ``max_tokens``; None when not even the citation and a few words fit."""
+    if count(item.text) <= max_tokens:
+        return item
+    if not item.truncatable:
+        return None
+    head, body = item.text[: item.keep], item.text[item.keep :]
+    if count(head + ELLIPSIS) > max_tokens:
+        return None
+    low, high = 0, len(body)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count(head + body[:mid] + ELLIPSIS) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    cut = body[:low]
+    space = cut.rfind(" ")
+    if space > len(cut) // 2:
+        cut = cut[:space]
+    return replace(item, text=head + cut.rstrip() + ELLIPSIS)
+
+
+def pack(
+    items: Sequence[PackItem],
+    *,
+    max_tokens: int,
+    count: Callable[[str], int],
+    title: str = TITLE,
+    sections: Sequence[str] = (),
+) -> Packed:
+    """Greedy utility-density packing under ``max_tokens`` counted over the final markdown."""
+    if count(title) > max_tokens:
+        return Packed(markdown="", token_count=0, items=[])
+    cap = max(MIN_TRUNCATED_TOKENS, int(max_tokens * ITEM_BUDGET_SHARE))
+    candidates: list[tuple[PackItem, int, bool]] = []
+    for item in items:
+        if item.utility <= 0:
+            continue
+        tokens = count(item.text) + 1  # the newline before it
+        truncated = False
+        if tokens > cap and item.truncatable:
+            cut = truncate(item, cap - 1, count)
+            if cut is None:
+                continue
+            item, tokens, truncated = cut, count(cut.text) + 1, True
+        candidates.append((item, tokens, truncated))
+    candidates.sort(key=lambda c: (-c[0].utility / c[1], -c[0].utility, c[0].key))
+
+    remaining = max_tokens - count(title)
+    section_cost = {
+        name: count(f"\n## {name}") for name in {c[0].section for c in candidates} if name
+    }
+    opened: set[str] = set()
+    chosen: list[tuple[PackItem, int, bool]] = []
+    left_out: list[tuple[PackItem, int, bool]] = []
+    for candidate in candidates:
+        item, tokens, _ = candidate
+        cost = tokens + (section_cost.get(item.section, 0) if item.section not in opened else 0)
+        if cost <= remaining:
+            chosen.append(candidate)
+            remaining -= cost
+            if item.section:
+                opened.add(item.section)
+        else:
+            left_out.append(candidate)
+
+    # Fill what is left with the best item that did not fit, cut down to the room there is.
+    for item, _, _ in sorted(left_out, key=lambda c: (-c[0].utility, c[0].key)):
+        if not item.truncatable:
+            continue
+        section_extra = section_cost.get(item.section, 0) if item.section not in opened else 0
+        room = remaining - section_extra - 1
+        if room < MIN_TRUNCATED_TOKENS:
+            break
+        cut = truncate(item, room, count)
+        if cut is None:
+            continue
+        tokens = count(cut.text) + 1
+        chosen.append((cut, tokens, True))
+        remaining -= tokens + section_extra
+        if item.section:
+            opened.add(item.section)
+
+    packed = [
+        PackedItem(
+            key=item.key,
+            text=item.text,
+            utility=item.utility,
+            tokens=tokens - 1,
+            truncated=truncated,
+            section=item.section,
+        )
+        for item, tokens, truncated in chosen
+    ]
+    orders = {item.key: item.order for item, _, _ in chosen}
+    packed.sort(key=lambda p: (orders[p.key], -p.utility, p.key))
+    markdown = render(packed, title=title, sections=sections)
+    total = count(markdown)
+    # Line estimates can drift at boundaries: the whole bundle is the measure.
+    while total > max_tokens and packed:
+        weakest = min(packed, key=lambda p: (p.utility / max(p.tokens, 1), p.utility))
+        packed.remove(weakest)
+        markdown = render(packed, title=title, sections=sections)
+        total = count(markdown)
+    return Packed(markdown=markdown, token_count=total, items=packed)

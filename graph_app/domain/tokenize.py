@@ -1,0 +1,256 @@
+"""Code-aware tokenizer for retrieval over engineering memory and prose.
+
+Engineering memory mixes prose with identifiers (``order_repository``, ``PaymentLedger``,
+``auth.tokens.verify``, ``src/billing/ledger.py``). A query may name the whole identifier or
+only one of its words, so an identifier yields its whole lower-cased form (unstemmed, for exact
+matches) plus each of its parts treated as prose. Prose words are lower-cased, stop words are
+dropped and the rest are stemmed with the Snowball English stemmer, so "payments" meets
+"payment". Pure Python: no Django import.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+# A run of word characters, optionally joined by the separators found inside identifiers,
+# dotted names, paths, dates and times. A trailing separator (end of a sentence) is not part.
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+(?:[./\-:#][A-Za-z0-9_]+)*")
+_SEPARATORS_RE = re.compile(r"[./\-:#_]+")
+# CamelCase / PascalCase / acronym boundaries: HTTPServer -> HTTP, Server; v4Public -> v, 4, Public.
+_CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOP_WORDS: frozenset[str] = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "couldn",
+        "d",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "ll",
+        "m",
+        "me",
+        "might",
+        "mightn",
+        "more",
+        "most",
+        "must",
+        "mustn",
+        "my",
+        "myself",
+        "needn",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "o",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "s",
+        "same",
+        "shan",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "t",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "ve",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "y",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "yes",
+        "yeah",
+        "oh",
+        "hey",
+        "hi",
+        "ok",
+        "okay",
+    ]
+)
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """Snowball English stem of a lower-case word (cached: the vocabulary is small)."""
+    return _stemmer.stemWord(word)
+
+
+def _prose(word: str) -> str | None:
+    lowered = word.lower()
+    if lowered in STOP_WORDS:
+        return None
+    if len(lowered) == 1 and not lowered.isdigit():
+        return None
+    if lowered.isdigit():
+        return lowered
+    return stem(lowered)
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """The words inside an identifier: snake_case, CamelCase, dotted names and paths."""
+    parts: list[str] = []
+    for chunk in _SEPARATORS_RE.split(identifier):
+        if chunk:
+            parts.extend(_CAMEL_RE.findall(chunk))
+    return parts
+
+
+def _is_identifier(word: str, parts: list[str]) -> bool:
+    return len(parts) > 1
+
+
+@lru_cache(maxsize=500_000)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    parts = split_identifier(word)
+    if not _is_identifier(word, parts):
+        single = _prose(word)
+        return (single,) if single else ()
+    out: list[str] = [word.lower()]
+    for part in parts:
+        token = _prose(part)
+        if token:
+            out.append(token)
+    return tuple(out)
+
+
+def tokenize(text: str) -> list[str]:
+    """Index terms of ``text``: whole identifiers plus their parts, stemmed prose words."""
+    tokens: list[str] = []
+    for match in _WORD_RE.finditer(text):
+        tokens.extend(_word_tokens(match.group(0)))
+    return tokens
+
+
+def identifiers(text: str) -> set[str]:
+    """The whole identifiers (lower-cased) named in ``text``: the terms an exact match boosts."""
+    found: set[str] = set()
+    for match in _WORD_RE.finditer(text):
+        word = match.group(0)
+        if _is_identifier(word, split_identifier(word)):
+            found.add(word.lower())
+    return found
