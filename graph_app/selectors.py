@@ -7,6 +7,7 @@ Answers are JSON-ready dicts (timestamps ISO-8601 UTC), the REST response bodies
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -319,16 +320,21 @@ FACT_VALUE_FIELDS = (
 )
 
 
-def facts_visible_at(
-    *, project: Project, as_of: datetime, known_at: datetime
-) -> list[dict[str, Any]]:
-    """Canonical forms of the facts valid at ``as_of`` as they were known at ``known_at``.
+@dataclass(frozen=True)
+class VisibleFact:
+    """A fact as it read at some transaction time: its canonical form and its API view."""
+
+    canonical: dict[str, Any]
+    view: dict[str, Any]
+
+
+def facts_visible_at(*, project: Project, as_of: datetime, known_at: datetime) -> list[VisibleFact]:
+    """The facts valid at ``as_of`` as they were known at ``known_at``, sorted by id.
 
     Transaction time first: a fact recorded after ``known_at`` is invisible, and a closure
     recorded after ``known_at`` had not happened yet (the fact reads as open). Then valid time:
     ``valid_from <= as_of < valid_until``. History rows are never rewritten, so a backdated fact
     may overlap an older closed one; for a singular predicate the fact starting latest wins.
-    Sorted by id.
     """
     rows = (
         TemporalFact.objects.filter(
@@ -337,21 +343,38 @@ def facts_visible_at(
         .filter(Q(valid_until__isnull=True) | Q(valid_until__gt=as_of) | Q(closed_at__gt=known_at))
         .values(*FACT_VALUE_FIELDS)
     )
-    visible: list[dict[str, Any]] = []
+    visible: list[VisibleFact] = []
     winners: dict[tuple[str, str], tuple[datetime, datetime, str]] = {}
     for row in rows:
-        if (
-            closure_known(row["closed_at"], known_at)
-            and row["valid_until"] is not None
-            and row["valid_until"] <= as_of
-        ):
+        known_closed = closure_known(row["closed_at"], known_at)
+        if known_closed and row["valid_until"] is not None and row["valid_until"] <= as_of:
             continue
         seen = fact_as_known_at(
             _fact_canonical_of_values(row, project.slug),
             closed_at=row["closed_at"],
             known_at=known_at,
         )
-        visible.append(seen)
+        closed = known_closed and row["valid_until"] is not None
+        view = {
+            "id": row["id"],
+            "project": project.slug,
+            "subject": row["subject__slug"],
+            "predicate": row["predicate"],
+            "object_value": row["object_value"],
+            "object_entity": row["object_entity__slug"],
+            "singular": row["singular"],
+            "confidence": row["confidence"],
+            "valid_from": iso(row["valid_from"]),
+            "valid_until": iso(row["valid_until"]) if closed else None,
+            "recorded_at": iso(row["recorded_at"]),
+            "closed_at": iso(row["closed_at"]) if closed else None,
+            "superseded_by": row["superseded_by_id"] if closed else None,
+            "source_episode": row["source_episode_id"],
+            "status": (
+                ("superseded" if row["superseded_by_id"] else "retracted") if closed else "active"
+            ),
+        }
+        visible.append(VisibleFact(canonical=seen, view=view))
         if row["singular"]:
             key = (row["subject__slug"], row["predicate"])
             rank = (row["valid_from"], row["recorded_at"], row["id"])
@@ -360,9 +383,10 @@ def facts_visible_at(
     result = [
         f
         for f in visible
-        if not f["singular"] or winners[(f["subject"], f["predicate"])][2] == f["id"]
+        if not f.view["singular"]
+        or winners[(f.view["subject"], f.view["predicate"])][2] == f.view["id"]
     ]
-    result.sort(key=lambda f: f["id"])
+    result.sort(key=lambda f: f.view["id"])
     return result
 
 
@@ -370,18 +394,22 @@ def graph_as_of(
     *, project: Project, as_of: datetime | str, known_at: datetime | str | None = None
 ) -> dict[str, Any]:
     """The facts valid at ``as_of`` as known at transaction time ``known_at`` (default: now),
-    with a snapshot hash: the RFC 6962 Merkle root over their canonical forms as then known."""
+    with a snapshot hash: the RFC 6962 Merkle root over their canonical forms as then known
+    (each fact's ``sha256`` is that of its form as then known)."""
     as_of_dt = parse_aware_datetime(as_of, field="as_of", required=True)
     known_dt = parse_aware_datetime(known_at, field="known_at") or utcnow()
     assert as_of_dt is not None
     facts = facts_visible_at(project=project, as_of=as_of_dt, known_at=known_dt)
+    leaves = [canonical_json(f.canonical) for f in facts]
     return {
         "project": project.slug,
         "as_of": iso(as_of_dt),
         "known_at": iso(known_dt),
         "count": len(facts),
-        "snapshot_hash": merkle_root(canonical_json(f) for f in facts),
-        "facts": [{**f, "sha256": sha256_hex(canonical_json(f))} for f in facts],
+        "snapshot_hash": merkle_root(leaves),
+        "facts": [
+            {**f.view, "sha256": sha256_hex(leaf)} for f, leaf in zip(facts, leaves, strict=True)
+        ],
     }
 
 

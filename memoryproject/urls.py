@@ -9,6 +9,7 @@ from memoryproject import views
 
 v1 = [
     path("projects", views.ProjectListView.as_view(), name="project-list"),
+    path("", include("graph_app.api.urls")),
     path(
         "schema/",
         SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),

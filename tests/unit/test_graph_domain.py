@@ -1,0 +1,121 @@
+"""Pure graph rules: supersession placement and the ego-graph walk (no database)."""
+
+import ast
+from datetime import UTC, datetime
+from pathlib import Path
+
+from graph_app.domain.egograph import Edge, ego_graph
+from graph_app.domain.records import fact_as_known_at, fact_canonical
+from graph_app.domain.supersession import ChainFact, place_fact
+
+JAN = datetime(2026, 1, 10, tzinfo=UTC)
+FEB = datetime(2026, 2, 1, tzinfo=UTC)
+APR = datetime(2026, 4, 20, tzinfo=UTC)
+JUN = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def fact(id, value, start, end=None):
+    return ChainFact(id, value, None, start, end, start)
+
+
+def test_first_fact_becomes_active():
+    assert (
+        place_fact([], object_value="A", object_entity=None, valid_from=JAN, singular=True).outcome
+        == "active"
+    )
+
+
+def test_new_value_supersedes_active():
+    placement = place_fact(
+        [fact("f1", "A", JAN)], object_value="B", object_entity=None, valid_from=APR, singular=True
+    )
+    assert (placement.outcome, placement.close_id) == ("active", "f1")
+
+
+def test_same_value_reasserted_later_is_unchanged():
+    placement = place_fact(
+        [fact("f1", "A", JAN)], object_value="A", object_entity=None, valid_from=JUN, singular=True
+    )
+    assert (placement.outcome, placement.existing_id) == ("unchanged", "f1")
+
+
+def test_earlier_value_is_history_closed_at_next_start():
+    chain = [fact("f1", "A", JAN, APR), fact("f2", "B", APR)]
+    placement = place_fact(
+        chain, object_value="C", object_entity=None, valid_from=FEB, singular=True
+    )
+    assert placement.outcome == "history"
+    assert (placement.successor_id, placement.valid_until) == ("f2", APR)
+
+
+def test_non_singular_adds_values_but_not_duplicates():
+    chain = [fact("f1", "redis", JAN)]
+    assert (
+        place_fact(
+            chain, object_value="postgres", object_entity=None, valid_from=FEB, singular=False
+        ).outcome
+        == "active"
+    )
+    assert (
+        place_fact(
+            chain, object_value="redis", object_entity=None, valid_from=FEB, singular=False
+        ).outcome
+        == "unchanged"
+    )
+
+
+def test_known_at_before_closure_reads_open():
+    canonical = fact_canonical(
+        id="f1",
+        project="p",
+        subject="s",
+        predicate="p",
+        object_value="A",
+        object_entity=None,
+        singular=True,
+        confidence=1.0,
+        valid_from=JAN,
+        valid_until=APR,
+        recorded_at=JAN,
+        closed_at=APR,
+        superseded_by="f2",
+        source_episode=None,
+    )
+    assert fact_as_known_at(canonical, closed_at=APR, known_at=FEB)["valid_until"] is None
+    assert fact_as_known_at(canonical, closed_at=APR, known_at=JUN)["valid_until"] is not None
+
+
+def test_ego_graph_walks_both_directions_up_to_radius():
+    edges = [
+        Edge("e1", "order_repository", "depends_on", "payment_ledger"),
+        Edge("e2", "checkout", "calls", "order_repository"),
+        Edge("e3", "cart", "calls", "checkout"),
+    ]
+
+    def touching(nodes):
+        return [e for e in edges if e.source in nodes or e.target in nodes]
+
+    two = ego_graph("payment_ledger", 2, touching)
+    assert two.distances == {"payment_ledger": 0, "order_repository": 1, "checkout": 2}
+    assert {e.fact_id for e in two.edges} == {"e1", "e2"}
+    assert ego_graph("payment_ledger", 0, touching).distances == {"payment_ledger": 0}
+
+
+def test_graph_domain_modules_are_pure_python():
+    domain = Path(__file__).resolve().parents[2] / "graph_app" / "domain"
+    for name in ("hashing.py", "records.py", "supersession.py", "egograph.py"):
+        tree = ast.parse((domain / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                for module in modules:
+                    assert module.split(".")[0] not in {
+                        "django",
+                        "rest_framework",
+                        "mcp",
+                        "memoryproject",
+                    }, (name, module)
