@@ -9,6 +9,7 @@ from memoryproject import views
 
 v1 = [
     path("projects", views.ProjectListView.as_view(), name="project-list"),
+    path("", include("sessions_app.api.urls")),
     path("", include("graph_app.api.urls")),
     path(
         "schema/",

@@ -1,0 +1,237 @@
+"""Measures /v1/plan latency with many stored traces: through the service and through the REST
+view in-process (DRF test client, API-key auth included).
+
+By default it works in a temporary database (migrated from scratch, dropped afterwards), so
+the real traces and the append-only injection log are untouched. ``--in-place`` uses the
+configured database instead, under the project ``bench-plan``: its traces are deleted after the
+run, its injection records stay in the log (channel "benchmark") because the log is append-only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.test.utils import override_settings
+from rest_framework.test import APIClient
+
+from memoryproject.models import Project, Scope
+from memoryproject.services import api_key_create
+from memoryproject.timeutil import utcnow
+from sessions_app.models import Trace
+from sessions_app.services import plan_context
+
+BENCH_PROJECT = "bench-plan"
+TARGET_P50_MS = 5.0
+INDEX_NAME = "trace_project_recent"
+MODELS = ("claude-sonnet-4", "gpt-4.1", "claude-opus-4", "llama-3.3-70b")
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..1) of the samples."""
+    ordered = sorted(samples)
+    index = max(0, math.ceil(q * len(ordered)) - 1)
+    return ordered[index]
+
+
+def summarise(samples_ms: list[float]) -> dict[str, float]:
+    return {
+        "p50": round(percentile(samples_ms, 0.50), 3),
+        "p95": round(percentile(samples_ms, 0.95), 3),
+        "mean": round(sum(samples_ms) / len(samples_ms), 3),
+        "max": round(max(samples_ms), 3),
+    }
+
+
+@contextmanager
+def temporary_database() -> Iterator[str]:
+    """Switches the default connection to a fresh, migrated database and drops it afterwards."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    test_settings = connection.settings_dict.setdefault("TEST", {})
+    saved = dict(test_settings)
+    tmpdir = ""
+    if connection.vendor == "sqlite":
+        tmpdir = tempfile.mkdtemp(prefix="plan_benchmark_")
+        test_settings["NAME"] = os.path.join(tmpdir, "plan_benchmark.sqlite3")
+    else:
+        test_settings["NAME"] = f"{connection.settings_dict['NAME']}_plan_benchmark"
+    old_name = connection.creation.create_test_db(
+        verbosity=0, autoclobber=True, serialize=False, keepdb=False
+    )
+    try:
+        yield str(connection.settings_dict["NAME"])
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        test_settings.clear()
+        test_settings.update(saved)
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def traces_seed(project: Project, count: int) -> None:
+    """``count`` traces over the last ten days, carrying the structured context fields."""
+    now = utcnow()
+    step = timedelta(days=10) / max(1, count)
+    rows = []
+    for i in range(count):
+        rows.append(
+            Trace(
+                project=project,
+                created_at=now - step * (count - i),
+                model=MODELS[i % len(MODELS)],
+                policy="benchmark",
+                decision="PASS",
+                trust_score=0.86 + (i % 5) * 0.01,
+                risk=round(1 - (0.86 + (i % 5) * 0.01), 4),
+                status_code=200,
+                metadata={
+                    "active_project": "memoryproject",
+                    "last_decision": f"decision {i}: keep the trace index on (project, created_at)",
+                    "current_output": f"step {i} of the plan benchmark",
+                    "open_questions": [f"question {i % 7}?"],
+                    "key_files": ["sessions_app/services.py"],
+                },
+            )
+        )
+    with transaction.atomic():
+        Trace.objects.bulk_create(rows, batch_size=1000)
+
+
+def timed(call: Callable[[], Any], iterations: int, warmup: int) -> tuple[list[float], Counter]:
+    statuses: Counter = Counter()
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        result = call()
+        samples.append((time.perf_counter() - start) * 1000.0)
+        statuses[result] += 1
+    return samples, statuses
+
+
+class Command(BaseCommand):
+    help = "Measure in-process /v1/plan latency (p50/p95) with many stored traces."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--traces", type=int, default=10000, help="traces to store (10000)")
+        parser.add_argument("--iterations", type=int, default=200, help="timed calls (200)")
+        parser.add_argument("--n", type=int, default=5, help="traces per plan (5)")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument(
+            "--in-place",
+            action="store_true",
+            help=f"use the configured database (project '{BENCH_PROJECT}') instead of a "
+            "temporary one",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["traces"] < 1 or options["iterations"] < 1:
+            raise CommandError("--traces and --iterations must be at least 1")
+        if not 1 <= options["n"] <= 50:
+            raise CommandError("--n must be from 1 to 50")
+        if options["in_place"]:
+            result = self.run(options, database="in-place")
+        else:
+            with temporary_database():
+                result = self.run(options, database="temporary")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+        else:
+            self.stdout.write(self.table(result))
+
+    def run(self, options: dict[str, Any], *, database: str) -> dict[str, Any]:
+        traces, iterations, n = options["traces"], options["iterations"], options["n"]
+        warmup = min(20, iterations)
+        connection = connections[DEFAULT_DB_ALIAS]
+        project, _ = Project.objects.get_or_create(
+            slug=BENCH_PROJECT, defaults={"name": "benchmark"}
+        )
+        Trace.objects.filter(project=project).delete()
+        api_key, key = api_key_create(
+            name="plan_benchmark", project_slugs=[BENCH_PROJECT], scope=Scope.READ
+        )
+        try:
+            traces_seed(project, traces)
+            plan = (
+                Trace.objects.filter(project=project)
+                .order_by("-created_at", "-id")
+                .values_list("trace_id", "model", "trust_score", "risk", "metadata")[:n]
+                .explain()
+            )
+
+            def service_call() -> str:
+                body = plan_context(
+                    project=project, n=n, channel="benchmark", client="plan_benchmark"
+                )
+                return str(body["status"])
+
+            client = APIClient()
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+            def rest_call() -> str:
+                response = client.post(
+                    "/v1/plan", {"project": BENCH_PROJECT, "n": n}, format="json"
+                )
+                if response.status_code != 200:
+                    raise CommandError(
+                        f"/v1/plan answered {response.status_code}: {response.content!r}"
+                    )
+                return str(response.json()["status"])
+
+            service_ms, service_status = timed(service_call, iterations, warmup)
+            with override_settings(ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, "testserver"]):
+                rest_ms, rest_status = timed(rest_call, iterations, warmup)
+        finally:
+            Trace.objects.filter(project=project).delete()
+            api_key.delete()
+
+        service = summarise(service_ms)
+        return {
+            "database": connection.vendor,
+            "database_mode": database,
+            "traces": traces,
+            "iterations": iterations,
+            "n": n,
+            "service_ms": service,
+            "rest_ms": summarise(rest_ms),
+            "statuses": dict(service_status + rest_status),
+            "query_index": INDEX_NAME if INDEX_NAME in plan else None,
+            "query_plan": " ".join(plan.split()),
+            "target_p50_ms": TARGET_P50_MS,
+            "meets_target": service["p50"] <= TARGET_P50_MS,
+        }
+
+    def table(self, result: dict[str, Any]) -> str:
+        lines = [
+            f"/v1/plan latency, {result['traces']} traces on {result['database']} "
+            f"({result['database_mode']} database), n={result['n']}, "
+            f"{result['iterations']} calls each",
+            "",
+            f"{'path':<22}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}{'max ms':>10}",
+        ]
+        for label, key in (("service", "service_ms"), ("REST (in-process)", "rest_ms")):
+            row = result[key]
+            lines.append(
+                f"{label:<22}{row['p50']:>10.3f}{row['p95']:>10.3f}{row['mean']:>10.3f}"
+                f"{row['max']:>10.3f}"
+            )
+        lines += [
+            "",
+            f"index used by the plan query: {result['query_index'] or 'NONE'}",
+            f"target p50 <= {result['target_p50_ms']} ms (service): "
+            + ("met" if result["meets_target"] else "NOT met"),
+        ]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,47 @@
+"""Concurrent plan calls each get their own consecutive seq and a valid link in the chain (the
+head-row lock on PostgreSQL, the IMMEDIATE write lock on SQLite)."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from audit_app.models import InjectionRecord
+from audit_app.selectors import injection_log_verify
+from memoryproject.models import Project
+from sessions_app.services import plan_context
+
+WORKERS = 4
+CALLS = 8
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_concurrent_plans_append_an_unbroken_chain():
+    project = Project.objects.create(slug="chain-race", name="chain-race")
+    errors: list[BaseException] = []
+    start = threading.Barrier(WORKERS)
+
+    def worker() -> None:
+        try:
+            start.wait()
+            for _ in range(CALLS):
+                plan_context(project=project, mode="dry_run", channel="test", client="race")
+        except BaseException as exc:  # reported below, with the thread's traceback lost otherwise
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    seqs = list(InjectionRecord.objects.order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, WORKERS * CALLS + 1))
+    assert injection_log_verify() == {
+        "ok": True,
+        "checked": WORKERS * CALLS,
+        "first_broken": None,
+    }
