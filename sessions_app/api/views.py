@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,7 +26,14 @@ PLAN_FIELDS = ("n", "trust_threshold", "mode", "project")
 
 
 def _body(request: Request) -> dict[str, Any]:
-    data = request.data
+    try:
+        data = request.data
+    except exceptions.UnsupportedMediaType as exc:
+        raise ApplicationError(
+            "body: must be JSON sent with 'Content-Type: application/json', "
+            f"got '{request.content_type}'",
+            field="body",
+        ) from exc
     if not isinstance(data, dict):
         raise ApplicationError("body: must be a JSON object", field="body")
     return dict(data)

@@ -31,7 +31,7 @@ PATH_ANYWHERE = 0.8
 CUE_WITH_SPECIFIC = 0.6
 CUE_ONLY = 0.15
 
-MIN_WORDS = 60  # below this a hand-over rarely carries all five elements
+MIN_WORDS = 40  # below this a hand-over rarely carries all five elements
 WORDS_PER_SPECIFIC = 25  # a concrete hand-over names something specific every ~25 words
 VAGUE_SATURATION = 0.08  # 8 % filler words is as vague as it gets
 

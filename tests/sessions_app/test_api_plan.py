@@ -191,3 +191,10 @@ def test_an_empty_body_uses_the_defaults(api, trusted_traces):
     response = api.post("/v1/plan", content_type="application/json")
     assert response.status_code == 200
     assert len(response.json()["trace_ids"]) == 5
+
+
+def test_a_form_encoded_body_is_400_asking_for_json(api):
+    response = api.post("/v1/plan", {"n": 3})  # multipart, not JSON
+    assert response.status_code == 400
+    assert "application/json" in response.json()["fields"]["body"][0]
+    assert InjectionRecord.objects.count() == 0
