@@ -1,7 +1,8 @@
 """Okapi BM25 over a mutable document set, with exact-identifier boosting.
 
 The scoring is rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75, negative IDFs floored at
-epsilon x average IDF, the IDF table computed by ``BM25Okapi._calc_idf`` itself). What differs is
+epsilon x average IDF, the IDF table computed by ``BM25Okapi._calc_idf`` itself, and clamped
+at zero when that floor is itself negative, which happens in tiny corpora). What differs is
 the bookkeeping: documents can be added, replaced and removed one at a time (term postings,
 document frequencies and lengths are maintained incrementally), and a query only touches the
 postings of its own terms instead of every document. The IDF table is recomputed from the
@@ -12,6 +13,7 @@ documents. Pure Python + numpy: no Django import.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -134,7 +136,9 @@ class BM25Index:
             idf_table._calc_idf(
                 {term: len(self._postings[term]) for term in sorted(self._postings)}
             )
-            self._idf = idf_table.idf
+            # In a tiny corpus the average IDF, hence rank-bm25's floor, can itself be negative;
+            # a term present in a document must never make it rank below one without it.
+            self._idf = {term: max(value, 0.0) for term, value in idf_table.idf.items()}
         self._dirty = False
 
     # -- scoring -------------------------------------------------------------------------
@@ -175,18 +179,27 @@ class BM25Index:
             arrays = self._posting_array(identifier)
             if arrays is None:
                 continue
-            scores[arrays[0]] += IDENTIFIER_BOOST * max(self._idf.get(identifier, 0.0), 0.0)
+            scores[arrays[0]] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
         return scores
 
-    def matched_terms(self, query: Sequence[str]) -> np.ndarray:
-        """How many distinct query terms each slot contains (BM25 can give a present term an
-        IDF of zero in a tiny corpus; this still tells a match from a miss)."""
-        counts = np.zeros(len(self._keys))
-        for term in set(query):
+    def smooth_idf(self, term: str) -> float:
+        """Always-positive IDF, log(1 + (N - df + 0.5) / (df + 0.5)): Okapi's IDF is zero for a
+        term in half of the documents, which in a small project is most terms."""
+        posting = self._postings.get(term)
+        if not posting:
+            return 0.0
+        n_docs, df = len(self._slot_of), len(posting)
+        return math.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+    def matched_weight(self, query: Sequence[str]) -> np.ndarray:
+        """Per slot, the smoothed IDF summed over the distinct query terms it contains: tells a
+        match from a miss (and a rare match from a common one) where BM25 scores are zero."""
+        weights = np.zeros(len(self._keys))
+        for term in sorted(set(query)):
             arrays = self._posting_array(term)
             if arrays is not None:
-                counts[arrays[0]] += 1
-        return counts
+                weights[arrays[0]] += self.smooth_idf(term)
+        return weights
 
     def scores(self, query: Sequence[str]) -> dict[str, float]:
         """Scores by key for every live document (mainly for tests and small corpora)."""

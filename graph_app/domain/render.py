@@ -79,11 +79,14 @@ def episode_line(
     category: str,
     title: str,
     content: str,
-    occurred_at: datetime,
+    occurred_at: datetime | None,
     files: Sequence[str],
 ) -> tuple[str, int]:
-    """(line, length of the part that is never truncated: citation, title, date, files)."""
-    head = f"{episode_citation(episode_id, category)} {one_line(title)} ({day(occurred_at)})"
+    """(line, length of the part that is never truncated: citation, title, date, files).
+    ``occurred_at`` None leaves the date out (when a section heading already gives the day)."""
+    head = f"{episode_citation(episode_id, category)} {one_line(title)}"
+    if occurred_at is not None:
+        head += f" ({day(occurred_at)})"
     if files:
         head += f" | files: {', '.join(files)}"
     head += " | "

@@ -84,8 +84,8 @@ class RankParams:
     decay: float = 0.5
     activation_weight: float = 0.5
     activation_min: float = 0.05
-    stream_window: int = 1
-    stream_weight: float = 0.35
+    stream_window: int = 2
+    stream_weight: float = 0.5
     stream_sources: int = 20
 
 
@@ -245,9 +245,10 @@ class MemoryIndex:
             return Ranking(ranked=[], suppressed_stale=0)
         visible, stale = self.masks(visibility)
         dense = self.bm25.dense_scores(terms, boost_identifiers=boost)
-        matched = self.bm25.matched_terms(terms)
-        # BM25 can give a present term zero weight in a tiny corpus; a match still beats a miss.
-        relevance = dense + 1e-3 * matched
+        matched = self.bm25.matched_weight(terms)
+        # Okapi BM25 gives a term found in half of the documents zero weight, which in a small
+        # project is most terms: a match must still beat a miss, a rare match a common one.
+        relevance = dense + 1e-2 * matched
         suppressed = int(np.count_nonzero((matched > 0) & stale))
         relevance = np.where(visible, relevance, 0.0)
 

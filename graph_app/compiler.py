@@ -1,0 +1,398 @@
+"""The token-budgeted context compiler: the most relevant memory that fits ``max_tokens``.
+
+``context_compile`` ranks a project's facts and episodes against a query (BM25 over
+code-aware tokens, pseudo-relevance feedback, two-hop spreading activation, stream neighbours:
+see ``graph_app/domain/retrieval.py``), keeps only what the request may see (active facts by
+default; history with ``include_superseded``; the bi-temporal view with ``as_of``/``known_at``)
+and packs the best cited lines under the budget, counted with the product's cl100k counter over
+the final markdown.
+
+The tokenized index is kept per project in process memory, keyed by the project's graph
+revision. A compile reads the revision (one small query); when it moved, only the facts and
+episodes stamped with a later revision are fetched and replaced in the index, whose BM25
+statistics then score exactly like a fresh build. A lock per project makes this thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from graph_app.domain.packing import PackItem, pack
+from graph_app.domain.render import (
+    episode_citation,
+    episode_line,
+    episode_text,
+    fact_citation,
+    fact_line,
+    fact_text,
+)
+from graph_app.domain.retrieval import (
+    INF,
+    MemoryDoc,
+    MemoryIndex,
+    RankParams,
+    Visibility,
+)
+from graph_app.domain.tokenize import tokenize
+from graph_app.models import Episode, TemporalFact
+from graph_app.selectors import (
+    episodes_changed_since,
+    facts_changed_since,
+    facts_visible_at,
+    graph_revision_current,
+)
+from memoryproject.errors import validation_error
+from memoryproject.models import Project
+from memoryproject.timeutil import iso, parse_aware_datetime, utcnow
+from memoryproject.tokens import count_tokens
+
+MAX_TOKENS_MIN = 64
+MAX_TOKENS_MAX = 32_000
+QUERY_MAX_CHARS = 4_000
+TITLE = "# Memory context"
+FACTS_SECTION = "Facts"
+# Relevance is normalised to the best match (1.0) and raised to this power before packing by
+# utility per token: a flat curve would let many short, weak lines crowd out a strong one.
+UTILITY_SHARPNESS = 10.0
+# Candidates handed to the packer: enough lines to fill the budget several times over.
+PACK_CANDIDATE_TOKENS = 4
+PACK_CANDIDATES_MAX = 400
+RANK_PARAMS = RankParams()
+
+
+# --- documents --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Item:
+    """What the compiler needs to render and report one document."""
+
+    kind: str
+    id: str
+    citation: str
+    line: str
+    keep: int
+    section: str
+    order: tuple
+    external_id: str | None = None
+    # facts only: to re-render as known at an earlier transaction time
+    fact_fields: tuple = ()
+
+
+def _ts(value: datetime | None, default: float = INF) -> float:
+    return value.timestamp() if value is not None else default
+
+
+def _fact_doc(fact: TemporalFact) -> MemoryDoc:
+    subject = fact.subject.slug
+    obj = fact.object_entity.slug if fact.object_entity_id else None
+    source = fact.source_episode
+    fields = dict(
+        fact_id=fact.id,
+        subject=subject,
+        predicate=fact.predicate,
+        object_value=fact.object_value,
+        valid_from=fact.valid_from,
+        valid_until=fact.valid_until,
+        status=fact.status,
+        source_episode=fact.source_episode_id,
+        sha256=fact.sha256,
+    )
+    line, keep = fact_line(**fields)
+    text = fact_text(
+        subject=subject,
+        subject_name=fact.subject.name if fact.subject.name != subject else "",
+        predicate=fact.predicate,
+        object_value=fact.object_value,
+        source_title=source.title if source is not None else "",
+    )
+    item = _Item(
+        kind="fact",
+        id=fact.id,
+        citation=fact_citation(fact.id),
+        line=line,
+        keep=keep,
+        section=FACTS_SECTION,
+        order=(0.0, 0),
+        fact_fields=tuple(fields.items()),
+    )
+    return MemoryDoc(
+        key=f"fact:{fact.id}",
+        kind="fact",
+        tokens=tuple(tokenize(text)),
+        entities=(subject,) + ((obj,) if obj else ()),
+        subject=subject,
+        edge=(subject, obj) if obj else None,
+        recorded_at=_ts(fact.recorded_at),
+        valid_from=_ts(fact.valid_from, -INF),
+        valid_until=_ts(fact.valid_until),
+        closed_at=_ts(fact.closed_at),
+        payload=item,
+    )
+
+
+def _stream_of(metadata: Any) -> tuple[str | None, int | None]:
+    if not isinstance(metadata, dict):
+        return None, None
+    stream, position = metadata.get("stream"), metadata.get("position")
+    if not isinstance(stream, str) or not stream:
+        return None, None
+    if isinstance(position, bool) or not isinstance(position, int):
+        return None, None
+    return stream, position
+
+
+def _episode_doc(episode: Episode) -> MemoryDoc:
+    files = [str(f) for f in episode.files_touched or []]
+    line, keep = episode_line(
+        episode_id=episode.id,
+        category=episode.category,
+        title=episode.title,
+        content=episode.content,
+        occurred_at=None,  # the day is the heading of the episode's section
+        files=files,
+    )
+    text = episode_text(
+        category=episode.category,
+        title=episode.title,
+        content=episode.content,
+        files=files,
+        occurred_at=episode.occurred_at,
+    )
+    stream, position = _stream_of(episode.metadata)
+    item = _Item(
+        kind="episode",
+        id=episode.id,
+        citation=episode_citation(episode.id, episode.category),
+        line=line,
+        keep=keep,
+        section=f"Episodes {episode.occurred_at.strftime('%Y-%m-%d')}",
+        order=(episode.occurred_at.timestamp(), position if position is not None else 0),
+        external_id=episode.external_id,
+    )
+    return MemoryDoc(
+        key=f"episode:{episode.id}",
+        kind="episode",
+        tokens=tuple(tokenize(text)),
+        entities=tuple(str(e) for e in episode.entities_mentioned or []),
+        stream=stream,
+        position=position,
+        recorded_at=_ts(episode.recorded_at),
+        valid_from=_ts(episode.occurred_at, -INF),
+        payload=item,
+    )
+
+
+# --- the per-project cache --------------------------------------------------------------------
+
+
+class _ProjectIndex:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.revision = -1
+        self.index = MemoryIndex()
+        self.max_recorded = -INF
+
+    def refresh(self, project: Project) -> int:
+        """Brings the index up to the project's current revision; answers that revision."""
+        current = graph_revision_current(project=project)
+        if current < self.revision:
+            # The graph went back in time (a restored backup, a rolled-back test): start over.
+            self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
+        if current == self.revision:
+            return current
+        since = max(self.revision, 0)
+        for episode in episodes_changed_since(project=project, revision=since):
+            self._put(_episode_doc(episode))
+        for fact in facts_changed_since(project=project, revision=since):
+            self._put(_fact_doc(fact))
+        self.revision = current
+        return current
+
+    def _put(self, doc: MemoryDoc) -> None:
+        self.index.upsert(doc)
+        self.max_recorded = max(self.max_recorded, doc.recorded_at)
+
+
+_cache: dict[int, _ProjectIndex] = {}
+_cache_lock = threading.Lock()
+
+
+def _project_index(project: Project) -> _ProjectIndex:
+    with _cache_lock:
+        entry = _cache.get(project.pk)
+        if entry is None:
+            entry = _cache[project.pk] = _ProjectIndex()
+        return entry
+
+
+def compiler_cache_clear() -> None:
+    """Forgets every cached index (they are rebuilt on the next compile)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _validate_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise validation_error("query", "must be a non-empty string")
+    text = query.strip()
+    if not text:
+        raise validation_error("query", "must not be empty")
+    if len(text) > QUERY_MAX_CHARS:
+        raise validation_error("query", f"at most {QUERY_MAX_CHARS} characters")
+    return text
+
+
+def _validate_max_tokens(value: object) -> int:
+    rule = f"must be an integer from {MAX_TOKENS_MIN} to {MAX_TOKENS_MAX}"
+    if isinstance(value, bool):
+        raise validation_error("max_tokens", rule)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or not MAX_TOKENS_MIN <= value <= MAX_TOKENS_MAX:
+        raise validation_error("max_tokens", f"{rule}, got {value!r}")
+    return value
+
+
+def _validate_bool(value: object, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0"}:
+        return value.strip().lower() in {"true", "1"}
+    raise validation_error(field, f"must be true or false, got {value!r}")
+
+
+# --- compiling --------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=100_000)
+def _count(text: str) -> int:
+    return count_tokens(text)
+
+
+def _line_as_known(item: _Item, view: dict[str, Any] | None) -> _Item:
+    """A fact's line as it read at an earlier transaction time (closure not yet known)."""
+    if item.kind != "fact" or view is None:
+        return item
+    fields = dict(item.fact_fields)
+    if view.get("valid_until") is None and fields["valid_until"] is not None:
+        fields.update(valid_until=None, status="active")
+    fields["sha256"] = view.get("sha256") or fields["sha256"]
+    line, keep = fact_line(**fields)
+    return replace(item, line=line, keep=keep)
+
+
+def context_compile(
+    *,
+    project: Project,
+    query: str,
+    max_tokens: int = 1200,
+    as_of: datetime | str | None = None,
+    known_at: datetime | str | None = None,
+    include_superseded: bool = False,
+) -> dict[str, Any]:
+    """The most relevant memory for ``query`` as cited markdown of at most ``max_tokens``.
+
+    Superseded or retracted facts are left out (and counted in ``suppressed_stale``) unless
+    ``include_superseded``. ``as_of``/``known_at`` compile what an agent would have received
+    then: facts valid at ``as_of`` as known at ``known_at`` (either defaults to the other; a
+    missing ``known_at`` alone means now), over the memory recorded by ``known_at``.
+    """
+    text = _validate_query(query)
+    budget = _validate_max_tokens(max_tokens)
+    as_of_dt = parse_aware_datetime(as_of, field="as_of")
+    known_dt = parse_aware_datetime(known_at, field="known_at")
+    history = _validate_bool(include_superseded, "include_superseded")
+
+    entry = _project_index(project)
+    views: dict[str, dict[str, Any]] = {}
+    with entry.lock:
+        revision = entry.refresh(project)
+        index = entry.index
+        if as_of_dt is None and known_dt is None:
+            visibility = Visibility(include_superseded=history)
+        else:
+            known = known_dt or utcnow()
+            at = as_of_dt or known
+            if known.timestamp() < entry.max_recorded:
+                # Replay: the statistics of the memory as it had been recorded by then.
+                index = index.subset(
+                    key for key, doc in index.docs.items() if doc.recorded_at <= known.timestamp()
+                )
+            if not history:
+                views = {
+                    f"fact:{f.view['id']}": f.view
+                    for f in facts_visible_at(project=project, as_of=at, known_at=known)
+                }
+            visibility = Visibility(
+                as_of=at.timestamp(),
+                known_at=known.timestamp(),
+                include_superseded=history,
+                fact_keys=None if history else frozenset(views),
+            )
+        ranking = index.rank(text, visibility, RANK_PARAMS)
+        docs = index.docs
+
+    candidates: list[PackItem] = []
+    utilities = dict(ranking.ranked)
+    total = 0
+    for key, utility in ranking.ranked:
+        item = docs[key].payload
+        assert isinstance(item, _Item)
+        if views:
+            item = _line_as_known(item, views.get(key))
+        candidates.append(
+            PackItem(
+                key=key,
+                text=item.line,
+                utility=utility**UTILITY_SHARPNESS,
+                section=item.section,
+                keep=item.keep,
+                truncatable=True,
+                order=item.order,
+            )
+        )
+        total += _count(item.line)
+        if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
+            break
+    packed = pack(
+        candidates, max_tokens=budget, count=_count, title=TITLE, sections=[FACTS_SECTION]
+    )
+
+    items = []
+    for packed_item in packed.items:
+        item = docs[packed_item.key].payload
+        assert isinstance(item, _Item)
+        items.append(
+            {
+                "kind": item.kind,
+                "id": item.id,
+                "score": round(utilities[packed_item.key], 6),
+                "tokens": packed_item.tokens,
+                "citation": item.citation,
+                "truncated": packed_item.truncated,
+            }
+        )
+    return {
+        "project": project.slug,
+        "query": text,
+        "markdown": packed.markdown,
+        "token_count": packed.token_count,
+        "max_tokens": budget,
+        "as_of": iso(as_of_dt),
+        "known_at": iso(known_dt),
+        "include_superseded": history,
+        "revision": revision,
+        "items": items,
+        "citations": [i["citation"] for i in items],
+        "suppressed_stale": ranking.suppressed_stale,
+    }

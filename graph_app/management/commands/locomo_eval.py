@@ -1,0 +1,184 @@
+"""Evidence recall of the context compiler on LoCoMo conversations.
+
+Follows the protocol of the dataset's README: every dialogue turn becomes one episode (its text,
+the image description when there is one, its speaker as title and its session's date as
+``occurred_at``), with the turn's ``dia_id`` as external id and its session as the episode's
+stream (``metadata: {"stream", "position"}``). Each question of categories 1-4 is compiled as the
+query under ``--budget`` tokens with the same ``context_compile`` that serves agents, and the
+cited episodes are read back to ``dia_id``s. Answers, summaries, observations and event
+annotations are never read. Each conversation goes into its own temporary project, deleted at
+the end.
+
+    manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from graph_app.compiler import context_compile
+from graph_app.management.commands._progress import progress
+from graph_app.models import Episode
+from graph_app.services import episode_record
+from memoryproject.models import Project
+
+CATEGORIES = (1, 2, 3, 4)
+DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+
+
+def _session_date(value: str) -> datetime:
+    return datetime.strptime(value.strip(), DATE_FORMAT).replace(tzinfo=UTC)
+
+
+def conversation_turns(data: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """Episode arguments for every turn of a conversation, in order."""
+    turns: list[dict[str, Any]] = []
+    session = 1
+    while f"session_{session}" in data:
+        when = _session_date(data[f"session_{session}_date_time"])
+        for position, turn in enumerate(data[f"session_{session}"]):
+            content = turn["text"]
+            if turn.get("blip_caption"):
+                content += f" [shares an image: {turn['blip_caption']}]"
+            turns.append(
+                {
+                    "title": turn["speaker"],
+                    "category": "session_note",
+                    "content": content,
+                    "occurred_at": when,
+                    "external_id": turn["dia_id"],
+                    "metadata": {"stream": f"{name}/session_{session}", "position": position},
+                }
+            )
+        session += 1
+    return turns
+
+
+def conversation_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Questions of categories 1-4 with their evidence ``dia_id``s (an entry such as
+    "D8:6; D9:17" names two turns); questions without evidence cannot be scored."""
+    questions = []
+    for qa in data["qa"]:
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = {part.strip() for entry in qa.get("evidence", []) for part in entry.split(";")}
+        evidence.discard("")
+        if evidence:
+            questions.append({"question": qa["question"], "evidence": evidence})
+    return questions
+
+
+def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True) -> dict[str, Any]:
+    name = path.stem
+    data = json.loads(path.read_text())
+    turns = conversation_turns(data, name)
+    questions = conversation_questions(data)
+    project = Project.objects.create(
+        slug=f"locomo-eval-{name}-{secrets.token_hex(4)}", name=f"LoCoMo eval {name}"
+    )
+    try:
+        with transaction.atomic():
+            rows = (
+                progress(turns, total=len(turns), label=f"{name} ingest")
+                if show_progress
+                else turns
+            )
+            for turn in rows:
+                episode_record(project=project, **turn)
+        external = dict(Episode.objects.filter(project=project).values_list("id", "external_id"))
+        hits_all = hits_any = 0
+        timings: list[float] = []
+        cited_counts: list[int] = []
+        rows = (
+            progress(questions, total=len(questions), label=f"{name} compile")
+            if show_progress
+            else questions
+        )
+        for qa in rows:
+            start = time.perf_counter()
+            result = context_compile(project=project, query=qa["question"], max_tokens=budget)
+            timings.append((time.perf_counter() - start) * 1000)
+            cited = {external.get(i["id"]) for i in result["items"] if i["kind"] == "episode"}
+            cited_counts.append(len(cited))
+            hits_all += qa["evidence"] <= cited
+            hits_any += bool(qa["evidence"] & cited)
+    finally:
+        project.delete()
+    count = len(questions)
+    return {
+        "conversation": name,
+        "turns": len(turns),
+        "questions": count,
+        "recall_all": hits_all / count if count else 0.0,
+        "recall_any": hits_any / count if count else 0.0,
+        "compile_p50_ms": statistics.median(timings) if timings else 0.0,
+        "mean_cited": statistics.fmean(cited_counts) if cited_counts else 0.0,
+        "_hits": (hits_all, hits_any),
+        "_timings": timings,
+    }
+
+
+class Command(BaseCommand):
+    help = "Evidence recall (all / any) of context_compile on LoCoMo conversations."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--data", required=True, help="folder holding conv-*.json files")
+        parser.add_argument("--budget", type=int, default=800, help="max_tokens per compile")
+        parser.add_argument(
+            "--conversations", default="", help="comma-separated names, e.g. conv-26,conv-30"
+        )
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        folder = Path(options["data"])
+        if not folder.is_dir():
+            raise CommandError(f"--data: '{folder}' is not a folder")
+        wanted = [c.strip() for c in options["conversations"].split(",") if c.strip()]
+        paths = (
+            [folder / f"{c}.json" for c in wanted] if wanted else sorted(folder.glob("conv-*.json"))
+        )
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing or not paths:
+            raise CommandError(f"--conversations: no such file(s): {', '.join(missing) or folder}")
+        budget = options["budget"]
+        if not 64 <= budget <= 32_000:
+            raise CommandError("--budget: must be an integer from 64 to 32000")
+
+        results = [evaluate_conversation(p, budget=budget) for p in paths]
+        questions = sum(r["questions"] for r in results)
+        timings = [t for r in results for t in r["_timings"]]
+        overall = {
+            "conversation": "overall",
+            "turns": sum(r["turns"] for r in results),
+            "questions": questions,
+            "recall_all": sum(r["_hits"][0] for r in results) / questions if questions else 0.0,
+            "recall_any": sum(r["_hits"][1] for r in results) / questions if questions else 0.0,
+            "compile_p50_ms": statistics.median(timings) if timings else 0.0,
+            "mean_cited": (
+                statistics.fmean([r["mean_cited"] for r in results]) if results else 0.0
+            ),
+        }
+        rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in results]
+        if options["json"]:
+            self.stdout.write(
+                json.dumps({"budget": budget, "conversations": rows, "overall": overall})
+            )
+            return
+        self.stdout.write(f"LoCoMo evidence recall at {budget} tokens (categories 1-4)")
+        header = f"{'conversation':<14}{'questions':>10}{'recall_all':>12}{'recall_any':>12}{'cited':>8}{'p50 ms':>9}"
+        self.stdout.write(header)
+        self.stdout.write("-" * len(header))
+        for r in [*rows, overall]:
+            self.stdout.write(
+                f"{r['conversation']:<14}{r['questions']:>10}{r['recall_all']:>12.3f}"
+                f"{r['recall_any']:>12.3f}{r['mean_cited']:>8.1f}{r['compile_p50_ms']:>9.2f}"
+            )

@@ -1,0 +1,530 @@
+"""Latency and correctness figures of the knowledge graph and the context compiler.
+
+Generates a synthetic but realistic engineering memory with a fixed seed (services, modules and
+libraries as entities; facts with supersession chains and dependency edges; ADRs, bug root
+causes, invariants, notes, migrations and incidents as episodes) into a temporary project of
+the configured database, measures the operations, then deletes the project.
+
+The corpus is bulk-loaded (rows carry correctly computed sha256 and revisions, so integrity
+verification and the compiler's change feed see a consistent graph); the write operations are
+measured through the real services on a sample on top of it.
+
+    manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N]
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from graph_app.compiler import context_compile
+from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
+from graph_app.management.commands._progress import progress
+from graph_app.models import Entity, Episode, EpisodeFile, GraphRevision, TemporalFact
+from graph_app.selectors import entity_query, integrity_verify
+from graph_app.services import episode_record, fact_upsert
+from memoryproject.models import Project
+from memoryproject.tokens import count_tokens
+
+
+@dataclass(frozen=True)
+class Scale:
+    entities: int
+    facts: int
+    superseded: int
+    episodes: int
+    queries: int
+    samples: int  # measured service calls per write/read operation
+    integrity_runs: int
+
+
+SCALES = {
+    "small": Scale(
+        entities=20, facts=120, superseded=30, episodes=30, queries=12, samples=10, integrity_runs=2
+    ),
+    "cortex": Scale(
+        entities=60,
+        facts=500,
+        superseded=150,
+        episodes=100,
+        queries=50,
+        samples=50,
+        integrity_runs=5,
+    ),
+    "100k": Scale(
+        entities=2_000,
+        facts=100_000,
+        superseded=30_000,
+        episodes=10_000,
+        queries=50,
+        samples=50,
+        integrity_runs=1,
+    ),
+}
+BUDGET = 800
+
+AREAS = [
+    "auth", "order", "payment", "billing", "invoice", "user", "session", "catalog", "search",
+    "inventory", "shipping", "notification", "ledger", "report", "export", "pricing", "cart",
+    "refund", "audit", "webhook",
+]  # fmt: skip
+KINDS = [
+    ("service", "service"), ("repository", "module"), ("worker", "service"), ("api", "service"),
+    ("client", "library"), ("store", "module"), ("scheduler", "service"), ("adapter", "module"),
+    ("handler", "module"), ("cache", "module"),
+]  # fmt: skip
+SINGULAR = {
+    "uses_token_format": ["JWT_HS256", "JWT_RS256", "PASETO_v4_public", "opaque_session_token"],
+    "stores_data_in": ["postgres_15", "postgres_16", "redis_7", "s3_bucket", "sqlite_wal"],
+    "deployed_to": ["eu-west-1", "us-east-1", "on_prem_k8s", "fly_io"],
+    "owned_by": ["team_core", "team_payments", "team_growth", "team_platform"],
+    "max_retries": ["3", "5", "8", "0"],
+    "timeout_ms": ["250", "500", "1000", "3000"],
+    "serialization_format": ["json", "msgpack", "protobuf_v3", "avro"],
+    "log_level": ["INFO", "WARNING", "DEBUG"],
+}
+EDGES = ["depends_on", "calls", "publishes_to", "reads_from"]
+CATEGORIES = ["adr", "bug_root_cause", "invariant", "session_note", "migration", "incident"]
+EPISODE_TEMPLATES = {
+    "adr": (
+        "ADR: {a} switches {p} to {v}",
+        "We decided that {a} uses {v} for {p} because the old choice broke under load in {b}. "
+        "Consequences: {b} must be redeployed; the change is covered by tests in {f}.",
+    ),
+    "bug_root_cause": (
+        "Root cause: {a} dropped requests to {b}",
+        "A race between {a} and {b} lost writes when retries overlapped. The root cause was a "
+        "missing idempotency key in {f}; fixed by keying on the request id.",
+    ),
+    "invariant": (
+        "Invariant: {a} never writes without {b}",
+        "{a} must call {b} inside the same transaction; balances never go negative and every "
+        "write is idempotent. Checked in {f}.",
+    ),
+    "session_note": (
+        "Notes on {a}",
+        "Paired on {a}: renamed helpers, read {f}, found that {b} caches results for 30 seconds.",
+    ),
+    "migration": (
+        "Migration: move {a} from {v} to a new schema",
+        "Backfilled the {a} tables in batches of 5000, then switched reads; {b} was paused "
+        "during the cut-over. Script in {f}.",
+    ),
+    "incident": (
+        "Incident: {a} outage",
+        "{a} returned 500s for 14 minutes after {b} exhausted its connection pool. Mitigated by "
+        "raising the pool size; follow-up in {f}.",
+    ),
+}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return (time.perf_counter() - start) * 1000, result
+
+
+class _Corpus:
+    """The synthetic memory: plans rows in Python, then bulk-inserts them."""
+
+    def __init__(self, project: Project, scale: Scale, rng: random.Random) -> None:
+        self.project, self.scale, self.rng = project, scale, rng
+        self.base = datetime(2025, 1, 1, tzinfo=UTC)
+        self.entities: list[str] = []
+        self.chains: list[
+            tuple[str, str, list[str]]
+        ] = []  # subject, predicate, fact ids (old->new)
+        self.episode_ids: list[str] = []
+
+    def _entity_names(self) -> list[str]:
+        names: list[str] = []
+        combos = [(a, k) for a in AREAS for k in KINDS]
+        i = 0
+        while len(names) < self.scale.entities:
+            area, (kind, _) = combos[i % len(combos)]
+            suffix = f"_{i // len(combos)}" if i >= len(combos) else ""
+            names.append(f"{area}_{kind}{suffix}")
+            i += 1
+        return names
+
+    def load(self, show: Callable[..., Any]) -> None:
+        rng, project, now = self.rng, self.project, datetime.now(UTC)
+        names = self._entity_names()
+        kinds = {f"{a}_{k}": kind for a in AREAS for k, kind in KINDS}
+        Entity.objects.bulk_create(
+            [
+                Entity(
+                    project=project,
+                    slug=n,
+                    kind=kinds.get(n.rsplit("_", 1)[0], "module")
+                    if n[-1].isdigit()
+                    else kinds.get(n, "module"),
+                    name=n,
+                    created_at=now,
+                )
+                for n in names
+            ],
+            batch_size=2000,
+        )
+        self.entities = names
+        ids = dict(Entity.objects.filter(project=project).values_list("slug", "id"))
+        revision = 1
+
+        episodes: list[Episode] = []
+        for i in show(range(self.scale.episodes), total=self.scale.episodes, label="episodes"):
+            category = CATEGORIES[i % len(CATEGORIES)]
+            a, b = rng.sample(names, 2)
+            path = f"src/{a.split('_')[0]}/{a}.py"
+            value = rng.choice(SINGULAR["stores_data_in"])
+            title_t, content_t = EPISODE_TEMPLATES[category]
+            fields = {"a": a, "b": b, "f": path, "p": "storage", "v": value}
+            occurred = self.base + timedelta(hours=3 * i)
+            episode = Episode(
+                id=f"ep_{rng.getrandbits(64):016x}",
+                project=project,
+                category=category,
+                title=title_t.format(**fields),
+                content=content_t.format(**fields),
+                files_touched=[path],
+                entities_mentioned=[a, b],
+                metadata={},
+                occurred_at=occurred,
+                recorded_at=occurred,
+                external_id=None,
+                revision=revision,
+            )
+            episode.sha256 = sha256_of(
+                episode_canonical(
+                    id=episode.id, project=project.slug, category=category, title=episode.title,
+                    content=episode.content, files_touched=episode.files_touched,
+                    entities_mentioned=episode.entities_mentioned, metadata=episode.metadata,
+                    occurred_at=occurred, recorded_at=occurred, external_id=None,
+                )
+            )  # fmt: skip
+            episodes.append(episode)
+        Episode.objects.bulk_create(episodes, batch_size=2000)
+        EpisodeFile.objects.bulk_create(
+            [EpisodeFile(episode=e, path=e.files_touched[0]) for e in episodes], batch_size=5000
+        )
+        through = Episode.entities.through
+        through.objects.bulk_create(
+            [
+                through(episode_id=e.id, entity_id=ids[slug])
+                for e in episodes
+                for slug in e.entities_mentioned
+            ],
+            batch_size=5000,
+            ignore_conflicts=True,
+        )
+        self.episode_ids = [e.id for e in episodes]
+
+        # Facts: supersession chains on singular predicates until the superseded quota is met,
+        # then one-fact chains and dependency edges for the rest.
+        plans: list[dict[str, Any]] = []
+        remaining_superseded = self.scale.superseded
+        pairs = [(s, p) for s in names for p in SINGULAR]
+        rng.shuffle(pairs)
+        pair_iter = iter(pairs)
+        edge_quota = (self.scale.facts - self.scale.superseded) // 3
+        singles_quota = self.scale.facts - self.scale.superseded - edge_quota
+        while remaining_superseded > 0 or singles_quota > 0:
+            try:
+                subject, predicate = next(pair_iter)
+            except StopIteration:
+                break
+            length = 1
+            if remaining_superseded > 0:
+                length = min(remaining_superseded, rng.randint(1, 4)) + 1
+                remaining_superseded -= length - 1
+            singles_quota -= 1
+            values = [
+                rng.choice(SINGULAR[predicate]) + (f"_r{k}" if k else "") for k in range(length)
+            ]
+            start = self.base + timedelta(days=rng.randint(0, 200))
+            chain_ids = [f"fact_{rng.getrandbits(64):016x}" for _ in range(length)]
+            for k in range(length):
+                valid_from = start + timedelta(days=30 * k)
+                closed = k < length - 1
+                plans.append(
+                    {
+                        "id": chain_ids[k],
+                        "subject": subject,
+                        "predicate": predicate,
+                        "object_value": values[k],
+                        "object_entity": None,
+                        "singular": True,
+                        "valid_from": valid_from,
+                        "valid_until": start + timedelta(days=30 * (k + 1)) if closed else None,
+                        "recorded_at": valid_from,
+                        "closed_at": start + timedelta(days=30 * (k + 1)) if closed else None,
+                        "superseded_by": chain_ids[k + 1] if closed else None,
+                        "source_episode": rng.choice(self.episode_ids) if self.episode_ids and rng.random() < 0.3 else None,
+                    }
+                )  # fmt: skip
+            if length > 1:
+                self.chains.append((subject, predicate, chain_ids))
+        while len(plans) < self.scale.facts:
+            subject, target = rng.sample(names, 2)
+            when = self.base + timedelta(days=rng.randint(0, 300))
+            plans.append(
+                {
+                    "id": f"fact_{rng.getrandbits(64):016x}",
+                    "subject": subject,
+                    "predicate": rng.choice(EDGES),
+                    "object_value": target,
+                    "object_entity": target,
+                    "singular": False,
+                    "valid_from": when,
+                    "valid_until": None,
+                    "recorded_at": when,
+                    "closed_at": None,
+                    "superseded_by": None,
+                    "source_episode": None,
+                }
+            )
+        rows: list[TemporalFact] = []
+        for plan in show(plans, total=len(plans), label="facts"):
+            fact = TemporalFact(
+                id=plan["id"],
+                project=project,
+                subject_id=ids[plan["subject"]],
+                predicate=plan["predicate"],
+                object_value=plan["object_value"],
+                object_entity_id=ids[plan["object_entity"]] if plan["object_entity"] else None,
+                singular=plan["singular"],
+                confidence=1.0,
+                valid_from=plan["valid_from"],
+                valid_until=plan["valid_until"],
+                recorded_at=plan["recorded_at"],
+                closed_at=plan["closed_at"],
+                superseded_by_id=plan["superseded_by"],
+                source_episode_id=plan["source_episode"],
+                revision=revision,
+            )
+            fact.sha256 = sha256_of(
+                fact_canonical(
+                    id=plan["id"], project=project.slug, subject=plan["subject"],
+                    predicate=plan["predicate"], object_value=plan["object_value"],
+                    object_entity=plan["object_entity"], singular=plan["singular"],
+                    confidence=1.0, valid_from=plan["valid_from"], valid_until=plan["valid_until"],
+                    recorded_at=plan["recorded_at"], closed_at=plan["closed_at"],
+                    superseded_by=plan["superseded_by"], source_episode=plan["source_episode"],
+                )
+            )  # fmt: skip
+            rows.append(fact)
+        # Successors first would violate nothing (the FK is deferred on PostgreSQL and SQLite
+        # checks at commit), but inserting newest-last keeps the chain readable.
+        TemporalFact.objects.bulk_create(rows, batch_size=2000)
+        GraphRevision.objects.update_or_create(project=project, defaults={"revision": revision})
+
+
+def _project_drop(project: Project) -> None:
+    with transaction.atomic():
+        TemporalFact.objects.filter(project=project).update(superseded_by=None)
+        TemporalFact.objects.filter(project=project).delete()
+        EpisodeFile.objects.filter(episode__project=project).delete()
+        Episode.entities.through.objects.filter(episode__project=project).delete()
+        Episode.objects.filter(project=project).delete()
+        Entity.objects.filter(project=project).delete()
+        project.delete()
+
+
+def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> dict[str, Any]:
+    scale = SCALES[scale_name]
+    rng = random.Random(seed)
+    show = progress if show_progress else (lambda items, **_: items)
+    project = Project.objects.create(
+        slug=f"bench-{scale_name}-{secrets.token_hex(4)}", name=f"memory_benchmark {scale_name}"
+    )
+    try:
+        corpus = _Corpus(project, scale, rng)
+        load_ms, _ = _timed(lambda: corpus.load(show))
+
+        # Queries: half aim at a supersession chain (subject + predicate), the rest are the
+        # kind of question an agent asks before a task.
+        queries: list[tuple[str, list[str]]] = []
+        for i in range(scale.queries):
+            if i % 2 == 0 and corpus.chains:
+                subject, predicate, chain = corpus.chains[(i // 2) % len(corpus.chains)]
+                queries.append((f"{subject} {predicate.replace('_', ' ')}", chain[:-1]))
+            else:
+                a = rng.choice(corpus.entities)
+                queries.append(
+                    (
+                        rng.choice(
+                            [
+                                f"invariants of {a} before changing it",
+                                f"why did {a} fail in production",
+                                f"what does {a} depend on",
+                                f"migration plan for {a} storage",
+                            ]
+                        ),
+                        [],
+                    )
+                )
+
+        build_ms, _ = _timed(
+            lambda: context_compile(project=project, query="warm up", max_tokens=BUDGET)
+        )
+        compile_ms: list[float] = []
+        compliant = 0
+        stale_total = stale_shown = 0
+        for query, stale_ids in show(queries, total=len(queries), label="compile_context"):
+            elapsed, result = _timed(
+                lambda q=query: context_compile(project=project, query=q, max_tokens=BUDGET)
+            )
+            compile_ms.append(elapsed)
+            compliant += (
+                result["token_count"] <= BUDGET
+                and count_tokens(result["markdown"]) == result["token_count"]
+            )
+            shown = {i["id"] for i in result["items"]}
+            stale_total += len(stale_ids)
+            stale_shown += len(shown & set(stale_ids))
+
+        episode_ms: list[float] = []
+        for i in show(range(scale.samples), total=scale.samples, label="record_episode"):
+            a, b = rng.sample(corpus.entities, 2)
+            elapsed, _ = _timed(
+                lambda a=a, b=b, i=i: episode_record(
+                    project=project,
+                    title=f"Benchmark note {i} on {a}",
+                    category=CATEGORIES[i % len(CATEGORIES)],
+                    content=f"{a} now calls {b} through the outbox; see src/{a}.py",
+                    files_touched=[f"src/{a}.py"],
+                    entities_mentioned=[a, b],
+                )
+            )
+            episode_ms.append(elapsed)
+        upsert_ms: list[float] = []
+        for i in show(range(scale.samples), total=scale.samples, label="upsert_fact"):
+            subject = rng.choice(corpus.entities)
+            predicate = rng.choice(list(SINGULAR))
+            elapsed, _ = _timed(
+                lambda s=subject, p=predicate, i=i: fact_upsert(
+                    project=project, subject_id=s, predicate=p, object_value=f"bench_value_{i}"
+                )
+            )
+            upsert_ms.append(elapsed)
+        refresh_ms, _ = _timed(
+            lambda: context_compile(project=project, query="after writes", max_tokens=BUDGET)
+        )
+        entity_ms: list[float] = []
+        for _ in show(range(scale.samples), total=scale.samples, label="entity_query"):
+            entity = rng.choice(corpus.entities)
+            elapsed, _ = _timed(
+                lambda e=entity: entity_query(project=project, entity_id=e, max_hops=2)
+            )
+            entity_ms.append(elapsed)
+        integrity_ms: list[float] = []
+        verified = True
+        for _ in show(range(scale.integrity_runs), total=scale.integrity_runs, label="integrity"):
+            elapsed, report = _timed(lambda: integrity_verify(project=project))
+            integrity_ms.append(elapsed)
+            verified = verified and bool(report.get("verified"))
+    finally:
+        _project_drop(project)
+
+    def stats(values: list[float]) -> dict[str, float]:
+        return {
+            "n": len(values),
+            "p50_ms": round(statistics.median(values), 3) if values else 0.0,
+            "p95_ms": round(_percentile(values, 0.95), 3),
+        }
+
+    return {
+        "scale": scale_name,
+        "seed": seed,
+        "corpus": {
+            "entities": scale.entities,
+            "facts": scale.facts,
+            "superseded": scale.superseded,
+            "episodes": scale.episodes,
+            "compile_queries": scale.queries,
+            "budget_tokens": BUDGET,
+        },
+        "operations": {
+            "record_episode": stats(episode_ms),
+            "upsert_fact": stats(upsert_ms),
+            "entity_query": stats(entity_ms),
+            "compile_context": stats(compile_ms),
+            "integrity_verify": stats(integrity_ms),
+        },
+        "load_ms": round(load_ms, 1),
+        "index_build_ms": round(build_ms, 1),
+        "index_refresh_after_writes_ms": round(refresh_ms, 1),
+        "stale_suppression_rate": 1 - stale_shown / stale_total if stale_total else 1.0,
+        "stale_candidates": stale_total,
+        "budget_compliance_rate": compliant / len(queries) if queries else 1.0,
+        "integrity_verified": verified,
+    }
+
+
+class Command(BaseCommand):
+    help = "Benchmarks graph writes/reads and context compilation on a synthetic memory."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--scale", choices=sorted(SCALES), default="cortex")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        scale, seed = options["scale"], options["seed"]
+        result = run_benchmark(scale, seed=seed)
+        if scale == "100k":
+            reference = run_benchmark("cortex", seed=seed)
+            ref_p50 = reference["operations"]["compile_context"]["p50_ms"]
+            p50 = result["operations"]["compile_context"]["p50_ms"]
+            corpus = lambda r: r["corpus"]["facts"] + r["corpus"]["episodes"]  # noqa: E731
+            result["versus_cortex"] = {
+                "cortex_compile_p50_ms": ref_p50,
+                "compile_p50_ratio": round(p50 / ref_p50, 2) if ref_p50 else None,
+                "corpus_ratio": round(corpus(result) / corpus(reference), 1),
+            }
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+            return
+        out = self.stdout.write
+        c = result["corpus"]
+        out(
+            f"memory_benchmark --scale {scale} --seed {seed}: {c['entities']} entities, "
+            f"{c['facts']} facts ({c['superseded']} superseded), {c['episodes']} episodes, "
+            f"{c['compile_queries']} compile queries at {c['budget_tokens']} tokens"
+        )
+        out(f"{'operation':<20}{'n':>6}{'p50 ms':>10}{'p95 ms':>10}")
+        out("-" * 46)
+        for name, s in result["operations"].items():
+            out(f"{name:<20}{s['n']:>6}{s['p50_ms']:>10.3f}{s['p95_ms']:>10.3f}")
+        out("-" * 46)
+        out(
+            f"stale-fact suppression rate   {result['stale_suppression_rate']:.1%} ({result['stale_candidates']} stale candidates)"
+        )
+        out(f"budget compliance rate        {result['budget_compliance_rate']:.1%}")
+        out(f"integrity verified            {result['integrity_verified']}")
+        out(
+            f"bulk load / index build / refresh after writes: {result['load_ms']:.0f} / {result['index_build_ms']:.0f} / {result['index_refresh_after_writes_ms']:.0f} ms"
+        )
+        if "versus_cortex" in result:
+            v = result["versus_cortex"]
+            out(
+                f"compile p50 vs cortex: {v['compile_p50_ratio']}x for a {v['corpus_ratio']}x "
+                f"larger corpus (cortex p50 {v['cortex_compile_p50_ms']} ms)"
+            )

@@ -1,0 +1,276 @@
+"""The compiler's pure parts: tokenizer, BM25, spreading activation, packing, ranking."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rank_bm25 import BM25Okapi
+
+from graph_app.domain.activation import spread_activation
+from graph_app.domain.bm25 import BM25Index
+from graph_app.domain.packing import PackItem, pack
+from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
+from graph_app.domain.tokenize import identifiers, tokenize
+from memoryproject.tokens import count_tokens
+
+DOMAIN = pathlib.Path(__file__).resolve().parents[2] / "graph_app" / "domain"
+MINE = ["tokenize", "bm25", "activation", "packing", "retrieval", "render"]
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_domain_module_imports_no_framework(name):
+    tree = ast.parse((DOMAIN / f"{name}.py").read_text())
+    imported = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not imported & {"django", "rest_framework", "mcp"}
+
+
+# --- tokenizer ------------------------------------------------------------------------------
+
+
+def test_snake_case_keeps_whole_identifier_and_parts():
+    assert tokenize("order_repository") == ["order_repository", "order", "repositori"]
+
+
+def test_camel_case_is_split_and_kept_whole():
+    tokens = tokenize("PaymentLedger HTTPServer")
+    assert tokens[:3] == ["paymentledger", "payment", "ledger"]
+    assert tokens[3:] == ["httpserver", "http", "server"]
+
+
+def test_dotted_names_and_paths_are_split():
+    assert tokenize("auth.tokens.verify") == ["auth.tokens.verify", "auth", "token", "verifi"]
+    tokens = tokenize("see src/billing/ledger.py")
+    assert "src/billing/ledger.py" in tokens
+    assert {"bill", "ledger", "py"} <= set(tokens)
+
+
+def test_stop_words_dropped_and_prose_stemmed():
+    assert tokenize("What are the payments of the orders?") == ["payment", "order"]
+
+
+def test_sentence_final_dot_is_not_part_of_an_identifier():
+    assert tokenize("It calls auth_service.") == ["call", "auth_service", "auth", "servic"]
+
+
+def test_identifiers_lists_whole_identifiers_only():
+    assert identifiers("Why does order_repository call PaymentLedger here?") == {
+        "order_repository",
+        "paymentledger",
+    }
+
+
+# --- BM25 -----------------------------------------------------------------------------------
+
+CORPUS = [
+    "order_repository writes orders to the database",
+    "payment_ledger keeps balances of every account",
+    "the order service sends email on every order",
+    "auth_service issues PASETO tokens",
+    "billing exports invoices each month",
+]
+
+
+def _index(texts):
+    index = BM25Index()
+    for i, text in enumerate(texts):
+        index.upsert(f"d{i}", tokenize(text))
+    return index
+
+
+def test_scores_equal_rank_bm25():
+    index = _index(CORPUS)
+    query = tokenize("order email database")
+    reference = BM25Okapi([tokenize(t) for t in CORPUS]).get_scores(query)
+    ours = index.scores(query)
+    assert [ours[f"d{i}"] for i in range(len(CORPUS))] == pytest.approx(list(reference))
+
+
+def test_better_match_ranks_first():
+    scores = _index(CORPUS).scores(tokenize("which service sends order email"))
+    assert max(scores, key=scores.get) == "d2"
+
+
+def test_exact_identifier_match_is_boosted():
+    index = _index(["order repository notes", "order_repository invariant holds"])
+    query = "order_repository"
+    plain = index.dense_scores(tokenize(query))
+    boosted = index.dense_scores(tokenize(query), boost_identifiers=identifiers(query))
+    assert boosted[index.slot("d1")] > plain[index.slot("d1")]
+    assert boosted[index.slot("d0")] == plain[index.slot("d0")]
+    assert boosted[index.slot("d1")] > boosted[index.slot("d0")]
+
+
+def test_incremental_updates_score_like_a_fresh_build():
+    index = _index(CORPUS)
+    index.remove("d1")
+    index.upsert("d3", tokenize("auth_service issues JWT tokens for billing"))
+    index.upsert("d9", tokenize("a new order email template"))
+    fresh = BM25Index()
+    for key, text in [
+        ("d0", CORPUS[0]),
+        ("d2", CORPUS[2]),
+        ("d3", "auth_service issues JWT tokens for billing"),
+        ("d4", CORPUS[4]),
+        ("d9", "a new order email template"),
+    ]:
+        fresh.upsert(key, tokenize(text))
+    query = tokenize("order email billing tokens")
+    assert index.scores(query) == fresh.scores(query)
+
+
+# --- activation -----------------------------------------------------------------------------
+
+EDGES = {
+    "order_repository": ["payment_ledger"],
+    "payment_ledger": ["order_repository", "currency_rates"],
+    "currency_rates": ["payment_ledger", "fx_feed"],
+    "fx_feed": ["currency_rates"],
+}
+
+
+def test_activation_reaches_two_hops_with_decay_and_no_further():
+    act = spread_activation({"order_repository": 1.0}, lambda n: EDGES.get(n, []), decay=0.5)
+    assert act["order_repository"] == 1.0
+    assert act["payment_ledger"] == pytest.approx(0.5)
+    assert act["currency_rates"] == pytest.approx(0.25)
+    assert "fx_feed" not in act
+
+
+def test_activation_keeps_the_strongest_path():
+    act = spread_activation(
+        {"order_repository": 1.0, "currency_rates": 0.2}, lambda n: EDGES.get(n, []), decay=0.5
+    )
+    assert act["payment_ledger"] == pytest.approx(0.5)
+
+
+def test_ranking_surfaces_facts_of_a_dependency_the_query_does_not_name():
+    index = MemoryIndex()
+
+    def fact(key, subject, text, obj=None):
+        index.upsert(
+            MemoryDoc(
+                key=key,
+                kind="fact",
+                tokens=tuple(tokenize(text)),
+                entities=(subject,) + ((obj,) if obj else ()),
+                subject=subject,
+                edge=(subject, obj) if obj else None,
+            )
+        )
+
+    fact("fact:1", "order_repository", "order_repository invariant orders are immutable")
+    fact(
+        "fact:2", "order_repository", "order_repository depends_on payment_ledger", "payment_ledger"
+    )
+    fact("fact:3", "payment_ledger", "payment_ledger balance never negative")
+    fact("fact:4", "billing_export", "billing_export runs nightly at 02:00")
+    ranked = dict(index.rank("order_repository invariants", Visibility()).ranked)
+    assert "fact:3" in ranked  # reached through the depends_on edge
+    assert "fact:4" not in ranked
+    assert ranked["fact:1"] > ranked["fact:3"]
+
+
+def test_superseded_fact_is_hidden_and_counted():
+    index = MemoryIndex()
+    index.upsert(
+        MemoryDoc(
+            key="fact:old",
+            kind="fact",
+            tokens=tuple(tokenize("auth token JWT_HS256")),
+            valid_until=10.0,
+            closed_at=10.0,
+        )
+    )
+    index.upsert(
+        MemoryDoc(key="fact:new", kind="fact", tokens=tuple(tokenize("auth token PASETO")))
+    )
+    live = index.rank("auth token", Visibility())
+    assert [k for k, _ in live.ranked] == ["fact:new"]
+    assert live.suppressed_stale == 1
+    history = index.rank("auth token", Visibility(include_superseded=True))
+    assert {k for k, _ in history.ranked} == {"fact:old", "fact:new"}
+
+
+def test_stream_neighbours_lend_relevance():
+    index = MemoryIndex()
+    texts = ["did you adopt the dog?", "yes, we named him Biscuit", "the weather is nice"]
+    for pos, text in enumerate(texts):
+        index.upsert(
+            MemoryDoc(
+                key=f"episode:{pos}",
+                kind="episode",
+                tokens=tuple(tokenize(text)),
+                stream="chat",
+                position=pos,
+            )
+        )
+    ranked = dict(index.rank("adopt dog", Visibility()).ranked)
+    assert ranked["episode:0"] > ranked["episode:1"] > 0
+
+
+# --- packing --------------------------------------------------------------------------------
+
+
+def test_packing_prefers_utility_density():
+    items = [
+        PackItem(key="long", text="x " * 200, utility=1.0),
+        PackItem(key="a", text="short relevant line", utility=0.6),
+        PackItem(key="b", text="another short line", utility=0.5),
+    ]
+    packed = pack(items, max_tokens=64, count=count_tokens)
+    assert {p.key for p in packed.items} == {"a", "b"}
+
+
+def test_long_item_is_truncated_but_keeps_its_citation():
+    text = "[ADR:ep_1] Big decision | " + "word " * 400
+    item = PackItem(
+        key="adr", text=text, utility=1.0, keep=len("[ADR:ep_1] Big decision | "), truncatable=True
+    )
+    packed = pack([item], max_tokens=100, count=count_tokens)
+    assert packed.items and packed.items[0].truncated
+    assert packed.items[0].text.startswith("[ADR:ep_1] Big decision | word")
+    assert packed.token_count <= 100
+
+
+line_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=300
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(
+            line_text,
+            st.floats(min_value=0.0, max_value=10.0),
+            st.booleans(),
+            st.sampled_from(["", "Facts", "Episodes 2026-01-01"]),
+        ),
+        max_size=25,
+    ),
+    budget=st.integers(min_value=1, max_value=600),
+)
+def test_packing_never_exceeds_the_budget(items, budget):
+    candidates = [
+        PackItem(
+            key=f"k{i}",
+            text=text,
+            utility=utility,
+            truncatable=cut,
+            section=section,
+            keep=min(5, len(text)),
+        )
+        for i, (text, utility, cut, section) in enumerate(items)
+    ]
+    packed = pack(candidates, max_tokens=budget, count=count_tokens)
+    assert packed.token_count == count_tokens(packed.markdown)
+    assert packed.token_count <= budget
