@@ -52,7 +52,9 @@ def injection_log_append(
         raise ApplicationError("channel: must be a non-empty string", field="channel")
     if generated_at.tzinfo is None:
         raise ApplicationError("generated_at: must be timezone-aware", field="generated_at")
-    with transaction.atomic():
+    # Joins the caller's transaction (no savepoint: a failed append must fail the caller's
+    # whole decision anyway); standalone calls get a transaction of their own.
+    with transaction.atomic(savepoint=False):
         head = _head_locked()
         record = InjectionRecord(
             seq=head.seq + 1,

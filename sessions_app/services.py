@@ -138,6 +138,27 @@ def _metadata(fields: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
+def _trace_score(
+    *, trust: Any, risk: Any, metadata: dict[str, Any], status_code: int | None
+) -> tuple[float, float]:
+    """The client's score when it sent one (the missing half is 1 minus the other); otherwise
+    the trace scored on its own fields."""
+    if trust is None and risk is None:
+        present = sum(1 for name in REQUIRED_FIELDS if str(metadata.get(name) or "").strip())
+        score = trust_score(
+            p=present / len(REQUIRED_FIELDS),
+            ue=0.0,
+            ua=0.5 if status_code is not None and status_code >= 400 else 0.0,
+        )
+        return score.confidence, score.risk
+    if trust is None:
+        risk = _unit(risk, "risk")
+        return round(1.0 - risk, 4), round(risk, 4)
+    trust = _unit(trust, "trust_score")
+    risk = round(1.0 - trust, 4) if risk is None else _unit(risk, "risk")
+    return round(trust, 4), round(risk, 4)
+
+
 def trace_record(*, project: Project, **fields: Any) -> dict[str, Any]:
     """Records one trace and answers it as stored.
 
@@ -172,26 +193,16 @@ def trace_record(*, project: Project, **fields: Any) -> dict[str, Any]:
     if status_code is not None:
         status_code = _integer(status_code, "status_code", 100, 599)
 
-    trust = fields.get("trust_score")
-    risk = fields.get("risk")
-    trust = None if trust is None else _unit(trust, "trust_score")
-    risk = None if risk is None else _unit(risk, "risk")
-    if trust is None and risk is None:
-        present = sum(1 for name in REQUIRED_FIELDS if str(metadata.get(name) or "").strip())
-        score = trust_score(
-            p=present / len(REQUIRED_FIELDS),
-            ue=0.0,
-            ua=0.5 if status_code is not None and status_code >= 400 else 0.0,
-        )
-        trust, risk = score.confidence, score.risk
-    elif trust is None:
-        trust = round(1.0 - float(risk or 0.0), 4)
-    elif risk is None:
-        risk = round(1.0 - trust, 4)
+    trust, risk = _trace_score(
+        trust=fields.get("trust_score"),
+        risk=fields.get("risk"),
+        metadata=metadata,
+        status_code=status_code,
+    )
 
     decision = fields.get("decision")
     if decision in (None, ""):
-        decision = action_gate(float(risk))
+        decision = action_gate(risk)
     elif decision not in DECISIONS:
         raise ApplicationError(
             f"decision: must be one of {', '.join(DECISIONS)}, got {decision!r}", field="decision"
@@ -207,8 +218,8 @@ def trace_record(*, project: Project, **fields: Any) -> dict[str, Any]:
             model=model,
             policy=policy,
             decision=decision,
-            trust_score=round(float(trust), 4),
-            risk=round(float(risk), 4),
+            trust_score=trust,
+            risk=risk,
             status_code=status_code,
             metadata=metadata,
         )

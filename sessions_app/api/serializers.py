@@ -14,7 +14,9 @@ from sessions_app.models import Trace
 
 class TraceSerializer(serializers.ModelSerializer):
     trace_id = serializers.UUIDField(read_only=True)
-    project = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    project: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     created_at = serializers.SerializerMethodField()
 
     class Meta:
@@ -88,7 +90,8 @@ class PlanResponse(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["PASS", "REFINE", "ESCALATE"])
     threshold = serializers.FloatField()
     signals = TrustSignalsSerializer()
-    context = PlanContextSerializer()
+    # A declared field named like Serializer.context: the metaclass moves it to _declared_fields.
+    context = PlanContextSerializer()  # type: ignore[assignment]
     system_prompt = serializers.CharField(required=False, help_text="when injected")
     flagged_reason = serializers.CharField(required=False, help_text="when flagged or empty")
     trace_ids = serializers.ListField(child=serializers.CharField())

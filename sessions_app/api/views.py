@@ -56,7 +56,7 @@ def _number_param(request: Request, name: str) -> Any:
         raise ApplicationError(f"{name}: must be {kind}, got '{raw}'", field=name) from exc
 
 
-class TraceListCreateView(ProjectScopedMixin, generics.ListAPIView):
+class TraceListCreateView(generics.ListAPIView, ProjectScopedMixin):
     """GET: the project's traces, newest first. POST: record a trace."""
 
     serializer_class = s.TraceSerializer
@@ -80,7 +80,7 @@ class TraceListCreateView(ProjectScopedMixin, generics.ListAPIView):
         )
 
 
-class TraceDetailView(ProjectScopedMixin, APIView):
+class TraceDetailView(APIView, ProjectScopedMixin):
     @extend_schema(responses=s.TraceSerializer)
     def get(self, request: Request, trace_id: Any) -> Response:
         trace = selectors.trace_get(trace_id=trace_id, project_ids=self.visible_project_ids())
@@ -110,7 +110,7 @@ class PlanView(APIView):
         )
 
 
-class SessionSaveView(ProjectScopedMixin, APIView):
+class SessionSaveView(APIView, ProjectScopedMixin):
     @extend_schema(request=s.SaveRequest, responses={201: s.SaveResponse})
     def post(self, request: Request) -> Response:
         body = _body(request)
@@ -123,7 +123,7 @@ class SessionSaveView(ProjectScopedMixin, APIView):
         )
 
 
-class SessionLoadView(ProjectScopedMixin, APIView):
+class SessionLoadView(APIView, ProjectScopedMixin):
     @extend_schema(
         parameters=[
             PROJECT_PARAM,
