@@ -239,15 +239,29 @@ def entity_query(
         .order_by("-occurred_at", "id")
     )
 
+    # Walk by entity row id so every hop is answered from the foreign-key indexes.
+    ids = {entity.slug: entity.pk}
+
     def edges_touching(nodes: set[str]) -> Iterator[Edge]:
+        wanted = [ids[node] for node in nodes]
         rows = (
             TemporalFact.objects.filter(
                 project=project, valid_until__isnull=True, object_entity__isnull=False
             )
-            .filter(Q(subject__slug__in=nodes) | Q(object_entity__slug__in=nodes))
-            .values_list("id", "subject__slug", "predicate", "object_entity__slug")
+            .filter(Q(subject_id__in=wanted) | Q(object_entity_id__in=wanted))
+            .order_by()
+            .values_list(
+                "id",
+                "subject__slug",
+                "predicate",
+                "object_entity__slug",
+                "subject_id",
+                "object_entity_id",
+            )
         )
-        for fact_id, source, predicate, target in rows:
+        for fact_id, source, predicate, target, source_pk, target_pk in rows:
+            ids.setdefault(source, source_pk)
+            ids.setdefault(target, target_pk)
             yield Edge(fact_id=fact_id, source=source, predicate=predicate, target=target)
 
     ego = ego_graph(entity.slug, max_hops, edges_touching)

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 
 from graph_app.domain.hashing import canonical_json
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
@@ -140,36 +141,50 @@ def _metadata(value: object) -> dict[str, Any]:
 # --- the graph lock and revision --------------------------------------------------------------
 
 
-def _graph_lock(project: Project) -> GraphRevision:
-    """Locks the project's revision row (creating it on first use) until the transaction ends."""
-    row = GraphRevision.objects.select_for_update().filter(project=project).first()
-    if row is None:
-        try:
-            with transaction.atomic():
-                GraphRevision.objects.create(project=project, revision=0)
-        except IntegrityError:
-            pass  # another writer created it first; locking it below waits for that writer
-        row = GraphRevision.objects.select_for_update().get(project=project)
-    return row
-
-
 def graph_revision_bump(project: Project) -> int:
-    """Locks the project's graph and answers its next revision; call inside the write's
-    transaction and stamp every row the write creates or changes with the answer."""
-    row = _graph_lock(project)
-    row.revision += 1
-    GraphRevision.objects.filter(pk=row.pk).update(revision=row.revision)
-    return row.revision
+    """Bumps the project's graph revision and answers it; call inside the write's transaction
+    and stamp every row the write creates or changes with the answer.
+
+    The UPDATE takes the row lock of the project's GraphRevision (created on first use) and holds
+    it until the transaction ends, so this is also the lock that serialises the project's graph
+    writers: call it first, before reading what the write depends on.
+    """
+    table = GraphRevision._meta.db_table
+    sql = f"UPDATE {table} SET revision = revision + 1 WHERE project_id = %s RETURNING revision"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project.pk])
+        row = cursor.fetchone()
+        if row is None:
+            try:
+                with transaction.atomic():
+                    GraphRevision.objects.create(project=project, revision=0)
+            except IntegrityError:
+                pass  # another writer created it first; the UPDATE below waits for its lock
+            cursor.execute(sql, [project.pk])
+            row = cursor.fetchone()
+    return int(row[0])
 
 
 # --- entities ---------------------------------------------------------------------------------
 
 
 def _entity_ensure(project: Project, slug: str, now: datetime) -> Entity:
-    entity = Entity.objects.filter(project=project, slug=slug).first()
+    entity = next(iter(Entity.objects.filter(project=project, slug=slug).order_by()[:1]), None)
     if entity is None:
         entity = Entity.objects.create(project=project, slug=slug, name=slug, created_at=now)
     return entity
+
+
+def _entities_ensure(project: Project, slugs: Sequence[str], now: datetime) -> list[Entity]:
+    """The entities named, creating the missing ones, in two queries whatever their number."""
+    found = {e.slug: e for e in Entity.objects.filter(project=project, slug__in=list(slugs))}
+    missing = [slug for slug in slugs if slug not in found]
+    if missing:
+        Entity.objects.bulk_create(
+            [Entity(project=project, slug=slug, name=slug, created_at=now) for slug in missing]
+        )
+        found.update((e.slug, e) for e in Entity.objects.filter(project=project, slug__in=missing))
+    return [found[slug] for slug in slugs]
 
 
 def entity_upsert(
@@ -190,7 +205,7 @@ def entity_upsert(
         else None
     )
     with transaction.atomic():
-        _graph_lock(project)
+        revision = graph_revision_bump(project)
         entity = _entity_ensure(project, slug, utcnow())
         if new_kind is not None:
             entity.kind = new_kind
@@ -199,6 +214,8 @@ def entity_upsert(
         if new_aliases is not None:
             entity.aliases = new_aliases
         entity.save()
+        # Indexes built over facts read their subject's name: mark those facts as changed.
+        TemporalFact.objects.filter(project=project, subject=entity).update(revision=revision)
     return entity_as_dict(entity)
 
 
@@ -231,7 +248,7 @@ def _fact_seal(fact: TemporalFact) -> None:
     )
 
 
-def _fact_close(
+def _fact_close(  # one UPDATE: the successor may be inserted later (FKs are deferred)
     fact: TemporalFact,
     *,
     valid_until: datetime,
@@ -288,103 +305,132 @@ def fact_upsert(
         _text(source_episode, field="source_episode", max_len=40) if source_episode else None
     )
 
-    with transaction.atomic():
-        _graph_lock(project)
-        if episode_id and not Episode.objects.filter(project=project, id=episode_id).exists():
-            raise validation_error("source_episode", f"no episode '{episode_id}' in this project")
-        now = utcnow()
-        start = start or now
-        subject = Entity.objects.filter(project=project, slug=subject_slug).first()
-        chain_rows = (
-            list(
-                TemporalFact.objects.filter(
-                    project=project, subject=subject, predicate=predicate, singular=singular
-                ).select_related("object_entity")
+    try:
+        with transaction.atomic():
+            # The bump locks the project's graph first: what follows reads a settled chain.
+            revision = graph_revision_bump(project)
+            return _fact_place(
+                project=project,
+                revision=revision,
+                subject_slug=subject_slug,
+                predicate=predicate,
+                value=value,
+                object_slug=object_slug,
+                singular=singular,
+                confidence=confidence,
+                start=start,
+                episode_id=episode_id,
             )
-            if subject is not None
-            else []
-        )
-        chain = [
-            ChainFact(
-                id=f.id,
-                object_value=f.object_value,
-                object_entity=f.object_entity.slug if f.object_entity else None,
-                valid_from=f.valid_from,
-                valid_until=f.valid_until,
-                recorded_at=f.recorded_at,
-            )
-            for f in chain_rows
-        ]
-        placement = place_fact(
-            chain,
-            object_value=value,
-            object_entity=object_slug,
-            valid_from=start,
-            singular=singular,
-        )
-        by_id = {f.id: f for f in chain_rows}
-        if placement.outcome == "unchanged":
-            assert placement.existing_id is not None
-            existing = TemporalFact.objects.select_related(
-                "project", "subject", "object_entity"
-            ).get(pk=placement.existing_id)
-            return {
-                "fact": fact_as_dict(existing),
-                "created": False,
-                "outcome": "unchanged",
-                "superseded": [],
-            }
+    except IntegrityError as exc:
+        # Only reachable when a writer bypasses the graph lock; the partial unique index held.
+        raise ConflictError(
+            "predicate: another active value was written for this subject and predicate "
+            "at the same moment; retry",
+            field="predicate",
+        ) from exc
 
-        revision = graph_revision_bump(project)
-        if subject is None:
-            subject = _entity_ensure(project, subject_slug, now)
-        obj_entity = _entity_ensure(project, object_slug, now) if object_slug else None
-        fact = TemporalFact(
-            id=_new_id("fact"),
-            project=project,
-            subject=subject,
-            predicate=predicate,
-            object_value=value,
-            object_entity=obj_entity,
-            singular=singular,
-            confidence=confidence,
-            valid_from=start,
-            recorded_at=now,
-            source_episode_id=episode_id,
-            revision=revision,
-        )
-        superseded: list[TemporalFact] = []
-        closing = by_id.get(placement.close_id) if placement.close_id else None
-        if placement.outcome == "history":
-            fact.valid_until = placement.valid_until
-            fact.closed_at = now
-            fact.superseded_by_id = placement.successor_id
-        elif closing is not None:
-            # Close first: the partial unique index allows one open singular fact at a time.
-            closing.project = project
-            closing.subject = subject
-            _fact_close(closing, valid_until=start, now=now, revision=revision, superseded_by=None)
-        _fact_seal(fact)
-        try:
-            with transaction.atomic():
-                fact.save(force_insert=True)
-        except IntegrityError as exc:
-            raise ConflictError(
-                "predicate: another active value was written for this subject and predicate "
-                "at the same moment; retry",
-                field="predicate",
-            ) from exc
-        if closing is not None:
-            _fact_close(
-                closing, valid_until=start, now=now, revision=revision, superseded_by=fact.id
+
+def _fact_place(
+    *,
+    project: Project,
+    revision: int,
+    subject_slug: str,
+    predicate: str,
+    value: str,
+    object_slug: str | None,
+    singular: bool,
+    confidence: float,
+    start: datetime | None,
+    episode_id: str | None,
+) -> dict[str, Any]:
+    if episode_id and not Episode.objects.filter(project=project, id=episode_id).exists():
+        raise validation_error("source_episode", f"no episode '{episode_id}' in this project")
+    now = utcnow()
+    start = start or now
+    subject = next(
+        iter(Entity.objects.filter(project=project, slug=subject_slug).order_by()[:1]), None
+    )
+    # Only the facts that can matter: the active ones, and those starting at or after the new
+    # one (successors and exact repeats), found through the (project, subject, predicate)
+    # index; long histories are not read. No ordering: the rules do not depend on it.
+    chain_rows = (
+        list(
+            TemporalFact.objects.filter(
+                project=project, subject=subject, predicate=predicate, singular=singular
             )
-            superseded.append(closing)
+            .filter(Q(valid_until__isnull=True) | Q(valid_from__gte=start))
+            .select_related("object_entity")
+            .order_by()
+        )
+        if subject is not None
+        else []
+    )
+    chain = [
+        ChainFact(
+            id=f.id,
+            object_value=f.object_value,
+            object_entity=f.object_entity.slug if f.object_entity else None,
+            valid_from=f.valid_from,
+            valid_until=f.valid_until,
+            recorded_at=f.recorded_at,
+        )
+        for f in chain_rows
+    ]
+    placement = place_fact(
+        chain, object_value=value, object_entity=object_slug, valid_from=start, singular=singular
+    )
+    by_id = {f.id: f for f in chain_rows}
+    if placement.outcome == "unchanged":
+        assert placement.existing_id is not None
+        existing = by_id[placement.existing_id]
+        existing.project = project
+        existing.subject = subject  # type: ignore[assignment]
+        # Nothing was written: undo the revision bump (and release the lock) with the rest.
+        transaction.set_rollback(True)
         return {
-            "fact": fact_as_dict(fact),
-            "created": True,
-            "outcome": placement.outcome,
-            "superseded": [fact_as_dict(f) for f in superseded],
+            "fact": fact_as_dict(existing),
+            "created": False,
+            "outcome": "unchanged",
+            "superseded": [],
         }
+
+    if subject is None:
+        subject = _entity_ensure(project, subject_slug, now)
+    obj_entity = _entity_ensure(project, object_slug, now) if object_slug else None
+    fact = TemporalFact(
+        id=_new_id("fact"),
+        project=project,
+        subject=subject,
+        predicate=predicate,
+        object_value=value,
+        object_entity=obj_entity,
+        singular=singular,
+        confidence=confidence,
+        valid_from=start,
+        recorded_at=now,
+        source_episode_id=episode_id,
+        revision=revision,
+    )
+    superseded: list[TemporalFact] = []
+    if placement.outcome == "history":
+        fact.valid_until = placement.valid_until
+        fact.closed_at = now
+        fact.superseded_by_id = placement.successor_id
+    elif placement.close_id is not None:
+        # Closed before the insert: the partial unique index allows one open singular fact.
+        closing = by_id[placement.close_id]
+        closing.project = project
+        closing.subject = subject
+        _fact_close(closing, valid_until=start, now=now, revision=revision, superseded_by=fact.id)
+        superseded.append(closing)
+    _fact_seal(fact)
+    fact.save(force_insert=True)
+    return {
+        "fact": fact_as_dict(fact),
+        "created": True,
+        "outcome": placement.outcome,
+        "superseded": [fact_as_dict(f) for f in superseded],
+    }
 
 
 def fact_retract(
@@ -394,7 +440,7 @@ def fact_retract(
     fact_id = _text(fact_id, field="fact_id", max_len=40)
     end = parse_aware_datetime(at, field="at")
     with transaction.atomic():
-        _graph_lock(project)
+        revision = graph_revision_bump(project)
         fact = (
             TemporalFact.objects.select_related("project", "subject", "object_entity")
             .filter(project=project, pk=fact_id)
@@ -412,7 +458,6 @@ def fact_retract(
         end = end or now
         if end < fact.valid_from:
             raise validation_error("at", "must not be before the fact's valid_from")
-        revision = graph_revision_bump(project)
         _fact_close(fact, valid_until=end, now=now, revision=revision, superseded_by=None)
         return {"fact": fact_as_dict(fact), "retracted": True}
 
@@ -478,7 +523,7 @@ def episode_record(
     meta = _metadata(metadata)
 
     with transaction.atomic():
-        _graph_lock(project)
+        revision = graph_revision_bump(project)
         if ext is not None:
             existing = (
                 Episode.objects.select_related("project").filter(project=project, external_id=ext)
@@ -499,9 +544,9 @@ def episode_record(
                         f"({existing.id}) with different content; episodes are immutable",
                         field="external_id",
                     )
+                transaction.set_rollback(True)  # nothing written: undo the revision bump
                 return {**episode_as_dict(existing), "created": False}
         now = utcnow()
-        revision = graph_revision_bump(project)
         episode = Episode(
             id=_new_id("ep"),
             project=project,
@@ -521,5 +566,11 @@ def episode_record(
         if files:
             EpisodeFile.objects.bulk_create([EpisodeFile(episode=episode, path=p) for p in files])
         if mentioned:
-            episode.entities.set([_entity_ensure(project, slug, now) for slug in mentioned])
+            links = Episode.entities.through
+            links.objects.bulk_create(
+                [
+                    links(episode_id=episode.id, entity_id=entity.pk)
+                    for entity in _entities_ensure(project, mentioned, now)
+                ]
+            )
         return {**episode_as_dict(episode), "created": True}

@@ -39,6 +39,18 @@ class FactUpsertSerializer(serializers.Serializer):
     confidence = serializers.FloatField(default=1.0)
 
 
+class EntityUpsertSerializer(serializers.Serializer):
+    project = serializers.CharField(required=False, allow_blank=True)
+    entity_id = serializers.CharField(allow_blank=True, help_text="e.g. payment_ledger")
+    kind = serializers.CharField(
+        required=False, allow_null=True, help_text="service, module, file, library, person, ..."
+    )
+    name = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    aliases = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False, allow_null=True
+    )
+
+
 class FactRetractSerializer(serializers.Serializer):
     project = serializers.CharField(required=False, allow_blank=True)
     at = serializers.CharField(

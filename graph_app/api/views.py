@@ -35,7 +35,7 @@ def _validated(serializer_class: type, data: Any) -> dict[str, Any]:
     return payload
 
 
-class FactListCreateView(ProjectScopedMixin, generics.ListAPIView):
+class FactListCreateView(generics.ListAPIView, ProjectScopedMixin):
     """Facts of a project (GET, filtered and paginated) and fact assertion (POST)."""
 
     serializer_class = s.FactSerializer
@@ -60,7 +60,7 @@ class FactListCreateView(ProjectScopedMixin, generics.ListAPIView):
         return Response(result, status=201 if result["created"] else 200)
 
 
-class FactDetailView(ProjectScopedMixin, APIView):
+class FactDetailView(APIView, ProjectScopedMixin):
     @extend_schema(parameters=[PROJECT_PARAM], responses=s.FactSerializer)
     def get(self, request: Request, fact_id: str) -> Response:
         fact = selectors.fact_get(fact_id=fact_id, project_ids=self._project_ids())
@@ -72,7 +72,7 @@ class FactDetailView(ProjectScopedMixin, APIView):
         return self.visible_project_ids()
 
 
-class FactRetractView(ProjectScopedMixin, APIView):
+class FactRetractView(APIView, ProjectScopedMixin):
     @extend_schema(request=s.FactRetractSerializer, responses=s.FactSerializer)
     def post(self, request: Request, fact_id: str) -> Response:
         payload = _validated(s.FactRetractSerializer, request.data)
@@ -86,7 +86,7 @@ class FactRetractView(ProjectScopedMixin, APIView):
         return Response(services.fact_retract(project=project, fact_id=fact_id, **payload))
 
 
-class EpisodeListCreateView(ProjectScopedMixin, generics.ListAPIView):
+class EpisodeListCreateView(generics.ListAPIView, ProjectScopedMixin):
     """Episodes of a project (GET, filtered and paginated) and episode recording (POST)."""
 
     serializer_class = s.EpisodeSerializer
@@ -111,7 +111,7 @@ class EpisodeListCreateView(ProjectScopedMixin, generics.ListAPIView):
         return Response(result, status=201 if result["created"] else 200)
 
 
-class EpisodeDetailView(ProjectScopedMixin, APIView):
+class EpisodeDetailView(APIView, ProjectScopedMixin):
     @extend_schema(parameters=[PROJECT_PARAM], responses=s.EpisodeSerializer)
     def get(self, request: Request, episode_id: str) -> Response:
         if request.query_params.get("project"):
@@ -121,7 +121,9 @@ class EpisodeDetailView(ProjectScopedMixin, APIView):
         return Response(selectors.episode_get(episode_id=episode_id, project_ids=project_ids))
 
 
-class EntityListView(ProjectScopedMixin, generics.ListAPIView):
+class EntityListView(generics.ListAPIView, ProjectScopedMixin):
+    """Entities of a project (GET) and setting an entity's kind, name and aliases (POST)."""
+
     serializer_class = s.EntitySerializer
     filterset_class = EntityFilter
 
@@ -131,6 +133,15 @@ class EntityListView(ProjectScopedMixin, generics.ListAPIView):
     @extend_schema(parameters=[PROJECT_PARAM])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
+
+    @extend_schema(request=s.EntityUpsertSerializer, responses=s.EntitySerializer)
+    def post(self, request: Request) -> Response:
+        project = self.resolve_project("write")
+        return Response(
+            services.entity_upsert(
+                project=project, **_validated(s.EntityUpsertSerializer, request.data)
+            )
+        )
 
 
 def _int_param(request: Request, name: str, default: int) -> int:
@@ -143,7 +154,7 @@ def _int_param(request: Request, name: str, default: int) -> int:
         raise validation_error(name, f"must be an integer, got '{raw}'") from exc
 
 
-class EntityDetailView(ProjectScopedMixin, APIView):
+class EntityDetailView(APIView, ProjectScopedMixin):
     @extend_schema(
         parameters=[
             PROJECT_PARAM,
@@ -169,7 +180,7 @@ class EntityDetailView(ProjectScopedMixin, APIView):
         )
 
 
-class TimeTravelView(ProjectScopedMixin, APIView):
+class TimeTravelView(APIView, ProjectScopedMixin):
     @extend_schema(
         parameters=[
             PROJECT_PARAM,
@@ -193,7 +204,7 @@ class TimeTravelView(ProjectScopedMixin, APIView):
         )
 
 
-class IntegrityView(ProjectScopedMixin, APIView):
+class IntegrityView(APIView, ProjectScopedMixin):
     @extend_schema(parameters=[PROJECT_PARAM], responses=s.IntegrityResultSerializer)
     def get(self, request: Request) -> Response:
         return Response(selectors.integrity_verify(project=self.resolve_project("read")))

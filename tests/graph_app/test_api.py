@@ -220,3 +220,22 @@ def test_read_key_cannot_write(client_for):
 def test_schema_documents_graph_routes(api):
     paths = api.get("/v1/schema/", {"format": "json"}).json()["paths"]
     assert "/v1/graph/facts" in paths and "/v1/graph/time-travel" in paths
+
+
+def test_entity_kind_name_and_aliases_can_be_set(api):
+    response = api.post(
+        "/v1/graph/entities",
+        {
+            "entity_id": "payment_ledger",
+            "kind": "module",
+            "name": "Payment ledger",
+            "aliases": ["ledger"],
+        },
+        format="json",
+    )
+    assert response.status_code == 200
+    listed = api.get("/v1/graph/entities", {"kind": "module"}).json()["results"]
+    assert listed == [response.json()]
+    assert response.json()["aliases"] == ["ledger"]
+    bad = api.post("/v1/graph/entities", {"entity_id": "a b"}, format="json")
+    assert bad.status_code == 400 and "entity_id" in bad.json()["fields"]
