@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from graph_app.domain.packing import PackItem, pack
+from graph_app.domain.records import sha256_of
 from graph_app.domain.render import (
     episode_citation,
     episode_line,
@@ -329,8 +330,9 @@ def context_compile(
                     key for key, doc in index.docs.items() if doc.recorded_at <= known.timestamp()
                 )
             if not history:
+                # Each line shows the fact as then known, hash included.
                 views = {
-                    f"fact:{f.view['id']}": f.view
+                    f"fact:{f.view['id']}": {**f.view, "sha256": sha256_of(f.canonical)}
                     for f in facts_visible_at(project=project, as_of=at, known_at=known)
                 }
             visibility = Visibility(

@@ -116,9 +116,8 @@ def pack(
         truncated = False
         if tokens > cap and item.truncatable:
             cut = truncate(item, cap - 1, count)
-            if cut is None:
-                continue
-            item, tokens, truncated = cut, count(cut.text) + 1, True
+            if cut is not None:  # else: too long for the cap, still a candidate for the fill
+                item, tokens, truncated = cut, count(cut.text) + 1, True
         candidates.append((item, tokens, truncated))
     candidates.sort(key=lambda c: (-c[0].utility / c[1], -c[0].utility, c[0].key))
 

@@ -1,0 +1,59 @@
+"""Smoke tests of the benchmark and evaluation commands (correctness figures, not timings)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from memoryproject.models import Project
+
+pytestmark = pytest.mark.django_db
+LOCOMO = Path(settings.BASE_DIR).parent / "shared" / "datasets" / "locomo"
+
+
+def _run(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_memory_benchmark_small_is_compliant_and_never_stale():
+    before = set(Project.objects.values_list("slug", flat=True))
+    report = json.loads(_run("memory_benchmark", "--scale", "small", "--json"))
+    assert report["budget_compliance_rate"] == 1.0
+    assert report["stale_suppression_rate"] == 1.0
+    assert report["stale_candidates"] > 0
+    assert report["integrity_verified"] is True
+    assert set(report["operations"]) == {
+        "record_episode",
+        "upsert_fact",
+        "entity_query",
+        "compile_context",
+        "integrity_verify",
+    }
+    assert report["operations"]["compile_context"]["n"] == 12
+    assert set(Project.objects.values_list("slug", flat=True)) == before  # cleaned up
+
+
+def test_memory_benchmark_prints_a_table_by_default():
+    text = _run("memory_benchmark", "--scale", "small")
+    assert "compile_context" in text and "budget compliance rate" in text
+
+
+@pytest.mark.skipif(
+    not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO} (it is not shipped)"
+)
+def test_locomo_eval_computes_recall_on_one_conversation():
+    report = json.loads(
+        _run("locomo_eval", "--data", str(LOCOMO), "--conversations", "conv-30", "--json")
+    )
+    overall = report["overall"]
+    assert overall["questions"] > 0
+    assert 0.0 <= overall["recall_all"] <= overall["recall_any"] <= 1.0
+    assert report["conversations"][0]["conversation"] == "conv-30"
+    assert not Project.objects.filter(slug__startswith="locomo-eval-").exists()
