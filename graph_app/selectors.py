@@ -227,15 +227,18 @@ def entity_query(
     facts = own if include_superseded else active
 
     episode_ids = set(
-        TemporalFact.objects.filter(
-            project=project, subject=entity, source_episode__isnull=False
-        ).values_list("source_episode_id", flat=True)
+        TemporalFact.objects.filter(project=project, subject=entity, source_episode__isnull=False)
+        .order_by()
+        .values_list("source_episode_id", flat=True)
+    )
+    episode_ids.update(
+        Episode.entities.through.objects.filter(entity_id=entity.pk).values_list(
+            "episode_id", flat=True
+        )
     )
     episodes = list(
-        Episode.objects.filter(project=project)
-        .filter(Q(entities=entity) | Q(id__in=episode_ids))
+        Episode.objects.filter(project=project, id__in=episode_ids)
         .select_related("project")
-        .distinct()
         .order_by("-occurred_at", "id")
     )
 
@@ -244,25 +247,28 @@ def entity_query(
 
     def edges_touching(nodes: set[str]) -> Iterator[Edge]:
         wanted = [ids[node] for node in nodes]
-        rows = (
-            TemporalFact.objects.filter(
-                project=project, valid_until__isnull=True, object_entity__isnull=False
-            )
-            .filter(Q(subject_id__in=wanted) | Q(object_entity_id__in=wanted))
-            .order_by()
-            .values_list(
-                "id",
-                "subject__slug",
-                "predicate",
-                "object_entity__slug",
-                "subject_id",
-                "object_entity_id",
-            )
+        active_edges = TemporalFact.objects.filter(
+            project=project, valid_until__isnull=True, object_entity__isnull=False
+        ).order_by()
+        columns = (
+            "id",
+            "subject__slug",
+            "predicate",
+            "object_entity__slug",
+            "subject_id",
+            "object_entity_id",
         )
-        for fact_id, source, predicate, target, source_pk, target_pk in rows:
-            ids.setdefault(source, source_pk)
-            ids.setdefault(target, target_pk)
-            yield Edge(fact_id=fact_id, source=source, predicate=predicate, target=target)
+        # Two lookups, one per foreign-key index, instead of an OR that scans.
+        seen: set[str] = set()
+        for lookup in ("subject_id__in", "object_entity_id__in"):
+            rows = active_edges.filter(**{lookup: wanted}).values_list(*columns)
+            for fact_id, source, predicate, target, source_pk, target_pk in rows:
+                if fact_id in seen:
+                    continue
+                seen.add(fact_id)
+                ids.setdefault(source, source_pk)
+                ids.setdefault(target, target_pk)
+                yield Edge(fact_id=fact_id, source=source, predicate=predicate, target=target)
 
     ego = ego_graph(entity.slug, max_hops, edges_touching)
     kinds = dict(

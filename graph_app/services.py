@@ -14,11 +14,10 @@ import math
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
 
 from graph_app.domain.hashing import canonical_json
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
@@ -330,6 +329,81 @@ def fact_upsert(
         ) from exc
 
 
+def _aware(value: datetime | None) -> datetime | None:
+    # SQLite hands raw queries naive UTC datetimes; PostgreSQL hands aware ones.
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+_CHAIN_SQL = """
+SELECT e.id, f.id, f.object_value, f.object_entity_id, oe.slug, f.confidence, f.valid_from,
+       f.valid_until, f.recorded_at, f.closed_at, f.superseded_by_id, f.source_episode_id,
+       f.sha256, f.revision
+FROM {entity} e
+LEFT JOIN {fact} f
+  ON f.subject_id = e.id AND f.project_id = e.project_id AND f.predicate = %s
+ AND f.singular = %s AND (f.valid_until IS NULL OR f.valid_from >= %s)
+LEFT JOIN {entity} oe ON oe.id = f.object_entity_id
+WHERE e.project_id = %s AND e.slug = %s
+"""
+
+
+def _chain_load(
+    *, project: Project, subject_slug: str, predicate: str, singular: bool, start: datetime
+) -> tuple[Entity | None, list[TemporalFact]]:
+    """The subject entity and the facts of its (predicate, singular) chain that can matter to
+    a new fact starting at ``start``: the active ones, and those starting at or after it
+    (successors and exact repeats). Long histories are not read.
+
+    One statement through the (project, slug) and (project, subject, predicate) indexes: this
+    runs on every write, where the ORM's query building would cost more than the query.
+    """
+    sql = _CHAIN_SQL.format(entity=Entity._meta.db_table, fact=TemporalFact._meta.db_table)
+    params = [
+        predicate,
+        singular,
+        connection.ops.adapt_datetimefield_value(start),
+        project.pk,
+        subject_slug,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None, []
+    subject = Entity(id=rows[0][0], project=project, slug=subject_slug)
+    facts: list[TemporalFact] = []
+    for row in rows:
+        (_, fact_id, value, obj_pk, obj_slug, confidence, valid_from, valid_until) = row[:8]
+        (recorded_at, closed_at, superseded_by, source_episode, sha256, revision) = row[8:]
+        if fact_id is None:
+            continue
+        facts.append(
+            TemporalFact(
+                id=fact_id,
+                project=project,
+                subject=subject,
+                predicate=predicate,
+                object_value=value,
+                object_entity=(
+                    Entity(id=obj_pk, project=project, slug=obj_slug) if obj_pk else None
+                ),
+                singular=singular,
+                confidence=confidence,
+                valid_from=_aware(valid_from),
+                valid_until=_aware(valid_until),
+                recorded_at=_aware(recorded_at),
+                closed_at=_aware(closed_at),
+                superseded_by_id=superseded_by,
+                source_episode_id=source_episode,
+                sha256=sha256,
+                revision=revision,
+            )
+        )
+    return subject, facts
+
+
 def _fact_place(
     *,
     project: Project,
@@ -347,23 +421,12 @@ def _fact_place(
         raise validation_error("source_episode", f"no episode '{episode_id}' in this project")
     now = utcnow()
     start = start or now
-    subject = next(
-        iter(Entity.objects.filter(project=project, slug=subject_slug).order_by()[:1]), None
-    )
-    # Only the facts that can matter: the active ones, and those starting at or after the new
-    # one (successors and exact repeats), found through the (project, subject, predicate)
-    # index; long histories are not read. No ordering: the rules do not depend on it.
-    chain_rows = (
-        list(
-            TemporalFact.objects.filter(
-                project=project, subject=subject, predicate=predicate, singular=singular
-            )
-            .filter(Q(valid_until__isnull=True) | Q(valid_from__gte=start))
-            .select_related("object_entity")
-            .order_by()
-        )
-        if subject is not None
-        else []
+    subject, chain_rows = _chain_load(
+        project=project,
+        subject_slug=subject_slug,
+        predicate=predicate,
+        singular=singular,
+        start=start,
     )
     chain = [
         ChainFact(
@@ -383,8 +446,6 @@ def _fact_place(
     if placement.outcome == "unchanged":
         assert placement.existing_id is not None
         existing = by_id[placement.existing_id]
-        existing.project = project
-        existing.subject = subject  # type: ignore[assignment]
         # Nothing was written: undo the revision bump (and release the lock) with the rest.
         transaction.set_rollback(True)
         return {
@@ -419,8 +480,6 @@ def _fact_place(
     elif placement.close_id is not None:
         # Closed before the insert: the partial unique index allows one open singular fact.
         closing = by_id[placement.close_id]
-        closing.project = project
-        closing.subject = subject
         _fact_close(closing, valid_until=start, now=now, revision=revision, superseded_by=fact.id)
         superseded.append(closing)
     _fact_seal(fact)
