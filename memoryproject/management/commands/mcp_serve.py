@@ -7,13 +7,17 @@ the Host and Origin headers, so a web page cannot reach it through DNS rebinding
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
+import anyio
+import uvicorn
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.db.migrations.executor import MigrationExecutor
 from mcp.server.transport_security import TransportSecuritySettings
+from uvicorn.config import LOGGING_CONFIG
 
 from memoryproject.errors import ApplicationError
 from memoryproject.mcp import build_server
@@ -43,6 +47,14 @@ def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuri
             for port in (":*", "")
         ],
     )
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """Uvicorn's logging with its access log on stderr too (it defaults to stdout)."""
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for handler in config["handlers"].values():
+        handler["stream"] = "ext://sys.stderr"
+    return config
 
 
 class Command(BaseCommand):
@@ -111,13 +123,19 @@ class Command(BaseCommand):
                     options["path"],
                     default_project or "default",
                 )
-                server.run(
-                    "streamable-http",
-                    host=host,
-                    port=port,
+                app = server.streamable_http_app(
                     streamable_http_path=options["path"],
                     transport_security=transport_security_for(host, options["allowed_host"]),
+                    host=host,
                 )
+                config = uvicorn.Config(
+                    app,
+                    host=host,
+                    port=port,
+                    log_level=log_level.lower(),
+                    log_config=uvicorn_log_config(),
+                )
+                anyio.run(uvicorn.Server(config).serve)
         except KeyboardInterrupt:
             pass
         finally:
