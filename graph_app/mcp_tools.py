@@ -12,6 +12,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph_app import selectors, services
+from graph_app.compiler import context_compile
 from graph_app.services import (
     CONTENT_MAX,
     ENTITIES_MENTIONED_MAX,
@@ -105,20 +106,27 @@ class RetractResult(_Open):
 
 
 class CompiledItem(_Open):
-    kind: str
+    kind: str = Field(description="fact, or the episode's category (adr, bug_root_cause, ...).")
     id: str
     score: float
     tokens: int
     citation: str
+    truncated: bool = False
 
 
 class CompileResult(_Open):
+    project: str
+    query: str
     markdown: str = Field(description="The context bundle; every line cites its source.")
     token_count: int = Field(description="Tokens of `markdown` (cl100k), never above max_tokens.")
     max_tokens: int
+    as_of: str | None = None
+    known_at: str | None = None
+    include_superseded: bool
+    revision: int = Field(description="Graph revision the bundle was compiled from.")
     items: list[CompiledItem]
-    citations: list[Any] = Field(default_factory=list)
-    suppressed_stale: Any = None
+    citations: list[str]
+    suppressed_stale: int = Field(description="Superseded or retracted facts left out.")
 
 
 class EntityView(_Open):
@@ -182,12 +190,6 @@ class IntegrityResult(_Open):
     mismatched_ids: list[str]
     mismatches: list[Mismatch]
     checked_at: str
-
-
-def _compile(**kwargs: Any) -> dict[str, Any]:
-    from graph_app.compiler import context_compile
-
-    return context_compile(**kwargs)
 
 
 def _json(data: Any) -> str:
@@ -526,7 +528,7 @@ def register(server: MemoryServer) -> None:
     ) -> Annotated[CallToolResult, CompileResult]:
         return tool_call(
             "memory_compile_context",
-            lambda: _compile(
+            lambda: context_compile(
                 project=server.project_for(project, "read"),
                 query=query,
                 max_tokens=max_tokens,
@@ -710,7 +712,7 @@ def register(server: MemoryServer) -> None:
         ],
     ) -> list[UserMessage]:
         def assemble() -> str:
-            compiled = _compile(
+            compiled = context_compile(
                 project=server.project_for(None, "read"),
                 query=f"{component} architecture decision design invariant depends_on uses",
                 max_tokens=BRIEFING_TOKENS,
@@ -736,7 +738,7 @@ def register(server: MemoryServer) -> None:
         symptom: Annotated[str, Field(description="The observed symptom or error message.")],
     ) -> list[UserMessage]:
         def assemble() -> str:
-            compiled = _compile(
+            compiled = context_compile(
                 project=server.project_for(None, "read"),
                 query=f"{symptom} bug root cause incident invariant",
                 max_tokens=BRIEFING_TOKENS,

@@ -12,6 +12,7 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph_app.compiler import context_compile
 from memoryproject.mcp import (
     MemoryServer,
     ProjectArg,
@@ -326,8 +327,6 @@ def register(server: MemoryServer) -> None:
             Field(description="Project slug; omit for the server's default project."),
         ] = None,
     ) -> list[UserMessage]:
-        from graph_app.compiler import context_compile
-
         def assemble() -> str:
             target = server.project_for(project, "read")
             loaded = services.session_load(project=target, channel="mcp", client=current_client())
