@@ -166,13 +166,17 @@ def sections_split(text: str) -> dict[str, str]:
         match = heading or colon
         if match:
             element = _label_element(match.group("label"))
-            if element is not None or heading:
-                current = element if element not in sections else None
-                if current is not None:
-                    sections[current] = []
-                    rest = match.groupdict().get("rest") or ""
-                    if rest.strip():
-                        sections[current].append(rest.strip())
+            if element is not None and element not in sections:
+                current = element
+                sections[current] = []
+                rest = match.groupdict().get("rest") or ""
+                if rest.strip():
+                    sections[current].append(rest.strip())
+                continue
+            if heading:
+                # Any other heading ends the section; a repeated or unknown ``Label: value``
+                # line inside a section (``Tests: 42 passing``) is part of its content.
+                current = None
                 continue
         if current is not None:
             sections[current].append(line.strip())

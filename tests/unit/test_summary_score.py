@@ -92,3 +92,32 @@ def test_labelled_sections_are_extracted_as_structured_fields():
     assert sections["active_project"].startswith("memoryproject:")
     assert sections["key_files"] == ["sessions_app/services.py", "sessions_app/domain/summary.py"]
     assert len(sections["open_questions"]) == 2
+
+
+def test_label_like_lines_inside_a_section_stay_in_that_section():
+    text = (
+        "## Current output\nPlan endpoint shipped.\nStatus: 42 tests passing\nNote: on SQLite\n"
+        "## Misc\nunrelated\n"
+    )
+    sections = summary_score(text).sections
+    assert sections["current_output"] == (
+        "Plan endpoint shipped.\nStatus: 42 tests passing\nNote: on SQLite"
+    )
+
+
+GENERIC_PROSE = (
+    "Today the team had a productive session and covered a wide range of topics across the "
+    "whole system. Several parts were reviewed in depth and the overall direction was discussed "
+    "at length with everyone involved. The work continued steadily and the plan still holds; "
+    "more will follow in the next session once everyone has had time to reflect on what was "
+    "said. The mood was positive and the collaboration worked well for all involved parties. "
+    "We expect the remaining work to go smoothly and will report back as planned soon after."
+)
+LOREM = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. "
+
+
+def test_any_noise_the_length_of_a_good_summary_fails_the_load_threshold():
+    size = len(STRUCTURED_SUMMARY)
+    for noise in (GENERIC_PROSE, LOREM * 10, "a" * size, "word " * 200):
+        text = (noise * (size // len(noise) + 1))[:size]
+        assert summary_score(text).score.confidence < LOAD_THRESHOLD, text[:40]
