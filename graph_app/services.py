@@ -149,18 +149,18 @@ def graph_revision_bump(project: Project) -> int:
     writers: call it first, before reading what the write depends on.
     """
     table = GraphRevision._meta.db_table
-    sql = f"UPDATE {table} SET revision = revision + 1 WHERE project_id = %s RETURNING revision"
+    bump = f"UPDATE {table} SET revision = revision + 1 WHERE project_id = %s"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [project.pk])
-        row = cursor.fetchone()
-        if row is None:
+        cursor.execute(bump, [project.pk])
+        if cursor.rowcount == 0:
             try:
                 with transaction.atomic():
                     GraphRevision.objects.create(project=project, revision=0)
             except IntegrityError:
                 pass  # another writer created it first; the UPDATE below waits for its lock
-            cursor.execute(sql, [project.pk])
-            row = cursor.fetchone()
+            cursor.execute(bump, [project.pk])
+        cursor.execute(f"SELECT revision FROM {table} WHERE project_id = %s", [project.pk])
+        row = cursor.fetchone()
     return int(row[0])
 
 

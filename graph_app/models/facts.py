@@ -5,6 +5,10 @@ fact). Transaction time is ``recorded_at`` (when the fact was learned) and ``clo
 its closure was learned), so the graph can be read as it was known at any moment. Facts are
 never deleted; a superseded one points at its successor. A fact whose object is an entity is an
 edge of the graph.
+
+Rows referenced by other rows (a fact's subject, its successor, its source episode) cannot be
+deleted on their own (RESTRICT), so history cannot lose a link; deleting a whole project still
+removes its graph in one go.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ class TemporalFact(models.Model):
     project = models.ForeignKey(
         "memoryproject.Project", on_delete=models.CASCADE, related_name="facts"
     )
-    subject = models.ForeignKey("graph_app.Entity", on_delete=models.PROTECT, related_name="facts")
+    subject = models.ForeignKey("graph_app.Entity", on_delete=models.RESTRICT, related_name="facts")
     predicate = models.CharField(max_length=128)
     object_value = models.TextField()
     object_entity = models.ForeignKey(
         "graph_app.Entity",
-        on_delete=models.PROTECT,
+        on_delete=models.RESTRICT,
         null=True,
         blank=True,
         related_name="incoming_facts",
@@ -35,11 +39,11 @@ class TemporalFact(models.Model):
     recorded_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
     superseded_by = models.ForeignKey(
-        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="supersedes"
+        "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="supersedes"
     )
     source_episode = models.ForeignKey(
         "graph_app.Episode",
-        on_delete=models.PROTECT,
+        on_delete=models.RESTRICT,
         null=True,
         blank=True,
         related_name="facts",

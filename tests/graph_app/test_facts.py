@@ -171,3 +171,18 @@ def test_projects_are_separate_graphs(default_project):
     result = upsert(other, "PASETO_v4_public", APR)
     assert result["superseded"] == []  # the other project's fact is not this one's history
     assert selectors.graph_revision_current(project=other) == 1
+
+
+def test_history_links_cannot_be_deleted_alone_but_a_project_can(default_project):
+    from django.db.models import RestrictedError
+
+    other = Project.objects.create(slug="scratch", name="scratch")
+    upsert(other, "JWT_HS256", JAN)
+    new = upsert(other, "PASETO_v4_public", APR)["fact"]
+    services.episode_record(
+        project=other, title="t", category="adr", content="c", entities_mentioned=["auth_service"]
+    )
+    with pytest.raises(RestrictedError):
+        TemporalFact.objects.get(pk=new["id"]).delete()
+    other.delete()
+    assert not TemporalFact.objects.exists() and not Entity.objects.exists()
