@@ -436,6 +436,7 @@ def _fact_place(
             valid_from=f.valid_from,
             valid_until=f.valid_until,
             recorded_at=f.recorded_at,
+            retracted=f.valid_until is not None and f.superseded_by_id is None,
         )
         for f in chain_rows
     ]

@@ -33,6 +33,7 @@ class ChainFact:
     valid_from: datetime
     valid_until: datetime | None
     recorded_at: datetime
+    retracted: bool = False  # closed without a successor
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,12 @@ def place_fact(
         return Placement("unchanged", existing_id=current.id)
 
     for fact in chain:
-        if fact.valid_from == valid_from and _same_object(fact, object_value, object_entity):
+        # A retracted fact asserted again is news (it is true again), not a repeat.
+        if (
+            not fact.retracted
+            and fact.valid_from == valid_from
+            and _same_object(fact, object_value, object_entity)
+        ):
             return Placement("unchanged", existing_id=fact.id)
 
     later = [f for f in chain if f.valid_from > valid_from]

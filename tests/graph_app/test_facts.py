@@ -186,3 +186,11 @@ def test_history_links_cannot_be_deleted_alone_but_a_project_can(default_project
         TemporalFact.objects.get(pk=new["id"]).delete()
     other.delete()
     assert not TemporalFact.objects.exists() and not Entity.objects.exists()
+
+
+def test_reasserting_a_retracted_fact_makes_it_true_again(default_project):
+    fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
+    services.fact_retract(project=default_project, fact_id=fact["id"])
+    again = upsert(default_project, "JWT_HS256", JAN)
+    assert again["created"] and again["outcome"] == "active"
+    assert TemporalFact.objects.get(valid_until__isnull=True).id == again["fact"]["id"]
