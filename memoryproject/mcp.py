@@ -34,6 +34,8 @@ logger = logging.getLogger("memoryproject.mcp")
 SERVER_NAME = "memoryproject"
 UNKNOWN_CLIENT = "mcp-client"
 
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
 INSTRUCTIONS = """\
 memoryproject gives you persistent, verified memory across sessions and tools.
 - Start of a session: call load_session (your last saved summary, only if trustworthy and
@@ -183,7 +185,7 @@ def prompt_render(name: str, call: Callable[[], T]) -> T:
 def build_server(
     *,
     default_project: str | None = None,
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
+    log_level: LogLevel = "WARNING",
 ) -> MemoryServer:
     """The MCP server with every app's tools, resources and prompts registered."""
     from graph_app import mcp_tools as graph_tools

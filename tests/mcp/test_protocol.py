@@ -252,3 +252,42 @@ def test_stdout_carries_only_protocol_messages(mcp_db, tmp_path):
     assert "contents" in seen[4]["result"]
     # DEBUG logging was on: it all went to stderr (the failed tool call is logged there).
     assert "memory_retract_fact" in stderr_path.read_text()
+
+
+def test_database_connections_are_closed_after_each_call(mcp):
+    """Worker threads must not keep connections open between calls (PostgreSQL shows them)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("open connections are only observable on PostgreSQL (pg_stat_activity)")
+    connection.close()
+
+    def others_connected() -> int:
+        from django.db import connection as thread_connection
+
+        try:
+            with thread_connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                return int(cursor.fetchone()[0])
+        finally:
+            thread_connection.close()
+
+    async def scenario(session):
+        async def call(i: int) -> None:
+            result = await session.call_tool(
+                "memory_upsert_fact",
+                {"subject_id": f"svc_{i}", "predicate": "tier", "object_value": "gold"},
+            )
+            assert not result.is_error, text_of(result)
+
+        for _ in range(2):
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    tg.start_soon(call, i)
+        await session.call_tool("memory_verify_integrity", {})
+        return await anyio.to_thread.run_sync(others_connected)
+
+    assert mcp(scenario) == 0

@@ -20,7 +20,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from uvicorn.config import LOGGING_CONFIG
 
 from memoryproject.errors import ApplicationError
-from memoryproject.mcp import build_server
+from memoryproject.mcp import LogLevel, build_server
 from memoryproject.projects import project_resolve
 
 logger = logging.getLogger("memoryproject.mcp")
@@ -106,7 +106,9 @@ class Command(BaseCommand):
             raise CommandError(f"--port: must be between 1 and 65535, got {port}")
         self._check_migrations()
         default_project = self._prepare_project(options["project"])
-        log_level = options["log_level"] or ("WARNING" if transport == "stdio" else "INFO")
+        log_level: LogLevel = options["log_level"] or (
+            "WARNING" if transport == "stdio" else "INFO"
+        )
         for name in ("memoryproject", "mcp"):
             logging.getLogger(name).setLevel(log_level)
 
