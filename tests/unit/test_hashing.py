@@ -2,6 +2,7 @@
 
 import hashlib
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,3 +76,45 @@ def test_canonical_json_is_rfc8785():
         canonical_json({"b": 1.0, "a": [True, None, "é"]}) == '{"a":[true,null,"é"],"b":1}'.encode()
     )
     assert record_sha256({"x": 1, "y": 2}) == record_sha256({"y": 2, "x": 1})
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_fast_canonical_json_is_byte_identical_to_rfc8785(value):
+    import rfc8785
+
+    try:
+        expected = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:
+        with pytest.raises(rfc8785.CanonicalizationError):
+            canonical_json(value)
+        return
+    assert canonical_json(value) == expected
+
+
+def test_canonical_json_edge_cases_match_rfc8785():
+    import rfc8785
+
+    for value in [
+        {"\U0001f600": 1, "\ufb01": 2, "a": 3},  # UTF-16 ordering differs from code points
+        {"k": 'line\nbreak\t"quoted" \\ \x00 \x1f \u2028 é'},
+        {"n": [0.1, 1e21, 1e-7, -0.0, 2**53 - 1, 123456789.125]},
+        ("tuple", True, None),
+    ]:
+        assert canonical_json(value) == rfc8785.dumps(value)
+    with pytest.raises(rfc8785.CanonicalizationError):
+        canonical_json({"x": "\ud800"})
+    with pytest.raises(rfc8785.CanonicalizationError):
+        canonical_json({"x": 2**60})
