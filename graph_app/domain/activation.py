@@ -23,11 +23,14 @@ def spread_activation(
     hops: int = DEFAULT_HOPS,
     decay: float = DEFAULT_DECAY,
     min_activation: float = 0.01,
+    max_frontier: int | None = None,
 ) -> dict[str, float]:
     """Activation of every node reached from ``seeds`` within ``hops`` steps.
 
     Seeds keep their own value; a node ``k`` steps away from a seed of value ``a`` receives
-    ``a * decay**k`` (the best path wins). Values below ``min_activation`` stop spreading.
+    ``a * decay**k`` (the best path wins). Values below ``min_activation`` stop spreading;
+    with ``max_frontier``, only that many of the most activated new nodes spread further at
+    each hop (ties by name), which bounds the work on dense graphs.
     """
     if not 0 <= decay <= 1:
         raise ValueError("decay must be within [0, 1]")
@@ -47,6 +50,9 @@ def spread_activation(
             if value > activation.get(node, 0.0):
                 activation[node] = value
                 frontier[node] = value
+        if max_frontier is not None and len(frontier) > max_frontier:
+            kept = sorted(frontier.items(), key=lambda pair: (-pair[1], pair[0]))[:max_frontier]
+            frontier = dict(kept)
         if not frontier:
             break
     return activation

@@ -182,6 +182,21 @@ class BM25Index:
             scores[arrays[0]] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
         return scores
 
+    def term_scores(self, term: str, slots: np.ndarray) -> np.ndarray:
+        """BM25Okapi contribution of one query term to the documents at ``slots``."""
+        self._refresh()
+        arrays = self._posting_array(term)
+        if arrays is None or not len(slots):
+            return np.zeros(len(slots))
+        posting_slots, posting_tfs = arrays
+        order = np.argsort(posting_slots)
+        sorted_slots = posting_slots[order]
+        where = np.minimum(np.searchsorted(sorted_slots, slots), len(sorted_slots) - 1)
+        found = sorted_slots[where] == slots
+        tfs = np.where(found, posting_tfs[order][where], 0.0)
+        norm = self.k1 * (1 - self.b + self.b * self._doc_len_array[slots] / self._avgdl)
+        return self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
+
     def smooth_idf(self, term: str) -> float:
         """Always-positive IDF, log(1 + (N - df + 0.5) / (df + 0.5)): Okapi's IDF is zero for a
         term in half of the documents, which in a small project is most terms."""

@@ -34,6 +34,15 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.tokenize import identifiers, tokenize
 
 INF = math.inf
+_FILL = {
+    "present": False,
+    "fact": False,
+    "recorded": INF,
+    "start": -INF,
+    "until": INF,
+    "closed": INF,
+    "key": "",
+}
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class Visibility:
 
 @dataclass(frozen=True)
 class RankParams:
+    pool: int = 1000
     candidates: int = 300
     prf_docs: int = 3
     prf_terms: int = 8
@@ -84,9 +94,13 @@ class RankParams:
     decay: float = 0.5
     activation_weight: float = 0.5
     activation_min: float = 0.05
+    activation_frontier: int = 12
+    activated_max: int = 24
     stream_window: int = 2
     stream_weight: float = 0.5
     stream_sources: int = 20
+    coordination: float = 0.75
+    stream_backward: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -109,8 +123,17 @@ class MemoryIndex:
         self._episodes_of: dict[str, set[str]] = {}
         self._edges_of: dict[str, dict[str, str]] = {}  # entity -> fact key -> other entity
         self._streams: dict[str, dict[int, str]] = {}
-        self._arrays_dirty = True
-        self._arrays: dict[str, np.ndarray] = {}
+        # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
+        self._arrays: dict[str, np.ndarray] = {
+            "present": np.zeros(64, dtype=bool),
+            "fact": np.zeros(64, dtype=bool),
+            "recorded": np.full(64, INF),
+            "start": np.full(64, -INF),
+            "until": np.full(64, INF),
+            "closed": np.full(64, INF),
+            # Keys as a column so that ties are broken by key inside numpy.
+            "key": np.full(64, "", dtype="<U64"),
+        }
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -134,7 +157,7 @@ class MemoryIndex:
             self._edges_of.setdefault(b, {})[doc.key] = a
         if doc.stream is not None and doc.position is not None:
             self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
-        self._arrays_dirty = True
+        self._set_columns(slot, doc)
 
     def remove(self, key: str) -> None:
         doc = self.docs.pop(key, None)
@@ -145,7 +168,7 @@ class MemoryIndex:
         self.bm25.remove(key)
         if slot is not None:
             self._slot_docs[slot] = None
-        self._arrays_dirty = True
+            self._set_columns(slot, None)
 
     def _unlink(self, doc: MemoryDoc) -> None:
         if doc.subject:
@@ -169,39 +192,30 @@ class MemoryIndex:
 
     # -- visibility ----------------------------------------------------------------------
 
-    def _refresh_arrays(self) -> None:
-        if not self._arrays_dirty:
+    def _set_columns(self, slot: int, doc: MemoryDoc | None) -> None:
+        a = self._arrays
+        if slot >= len(a["present"]):
+            size = max(slot + 1, 2 * len(a["present"]))
+            for name, column in a.items():
+                grown = np.full(size, column.dtype.type(_FILL[name]))
+                grown[: len(column)] = column
+                a[name] = grown
+        if doc is None:
+            for name in a:
+                a[name][slot] = _FILL[name]
             return
-        n = len(self._slot_docs)
-        present = np.zeros(n, dtype=bool)
-        is_fact = np.zeros(n, dtype=bool)
-        recorded = np.full(n, INF)
-        start = np.full(n, -INF)
-        until = np.full(n, INF)
-        closed = np.full(n, INF)
-        for slot, doc in enumerate(self._slot_docs):
-            if doc is None:
-                continue
-            present[slot] = True
-            is_fact[slot] = doc.kind == "fact"
-            recorded[slot] = doc.recorded_at
-            start[slot] = doc.valid_from
-            until[slot] = doc.valid_until
-            closed[slot] = doc.closed_at
-        self._arrays = {
-            "present": present,
-            "fact": is_fact,
-            "recorded": recorded,
-            "start": start,
-            "until": until,
-            "closed": closed,
-        }
-        self._arrays_dirty = False
+        a["present"][slot] = True
+        a["fact"][slot] = doc.kind == "fact"
+        a["recorded"][slot] = doc.recorded_at
+        a["start"][slot] = doc.valid_from
+        a["until"][slot] = doc.valid_until
+        a["closed"][slot] = doc.closed_at
+        a["key"][slot] = doc.key
 
     def masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
         """(visible, stale) per slot. Stale: a fact hidden because it had been closed."""
-        self._refresh_arrays()
-        a = self._arrays
+        n = self.bm25.n_slots
+        a = {name: column[:n] for name, column in self._arrays.items()}
         fact, episode = a["fact"], a["present"] & ~a["fact"]
         if visibility.as_of is None and visibility.known_at is None:
             open_now = a["until"] == INF
@@ -249,22 +263,32 @@ class MemoryIndex:
         # Okapi BM25 gives a term found in half of the documents zero weight, which in a small
         # project is most terms: a match must still beat a miss, a rare match a common one.
         relevance = dense + 1e-2 * matched
+        if params.coordination > 0:
+            total = sum(self.bm25.smooth_idf(t) for t in set(terms))
+            if total > 0:
+                relevance = relevance * (matched / total) ** params.coordination
         suppressed = int(np.count_nonzero((matched > 0) & stale))
         relevance = np.where(visible, relevance, 0.0)
 
-        if params.prf_docs and params.prf_terms and params.prf_weight > 0:
-            expansion = self._feedback_terms(relevance, terms, params)
-            if expansion:
-                extra = np.zeros_like(relevance)
-                for term, weight in expansion:
-                    extra += weight * self.bm25.dense_scores([term])
-                relevance = relevance + np.where(visible & (relevance > 0), extra, 0.0)
-
-        top = self._top_slots(relevance, params.candidates)
-        if not top:
+        # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
+        pool = self._top_slots(relevance, params.pool)
+        if not pool:
             return Ranking(ranked=[], suppressed_stale=suppressed)
-        best = float(relevance[top[0]])
-        utility: dict[int, float] = {int(s): float(relevance[s]) / best for s in top}
+        scores = {slot: float(relevance[slot]) for slot in pool}
+        if params.prf_docs and params.prf_terms and params.prf_weight > 0:
+            expansion = self._feedback_terms(pool[: params.prf_docs], terms, params)
+            if expansion:
+                slots = np.asarray(pool, dtype=np.int64)
+                extra = np.zeros(len(pool))
+                for term, weight in expansion:
+                    extra += weight * self.bm25.term_scores(term, slots)
+                scores = {
+                    slot: scores[slot] + float(e) for slot, e in zip(pool, extra, strict=True)
+                }
+
+        top = self._best(scores, params.candidates)
+        best = top[0][1]
+        utility: dict[int, float] = {slot: value / best for slot, value in top}
 
         self._activate(utility, visible, params)
         self._stream_neighbours(utility, visible, params)
@@ -276,11 +300,8 @@ class MemoryIndex:
         return Ranking(ranked=ranked, suppressed_stale=suppressed)
 
     def _feedback_terms(
-        self, relevance: np.ndarray, terms: list[str], params: RankParams
+        self, top: list[int], terms: list[str], params: RankParams
     ) -> list[tuple[str, float]]:
-        top = self._top_slots(relevance, params.prf_docs)
-        if not top:
-            return []
         query_terms = set(terms)
         weights: Counter[str] = Counter()
         for slot in top:
@@ -318,18 +339,29 @@ class MemoryIndex:
                     out.append(other)
             return out
 
-        activation = spread_activation(seeds, neighbours, hops=params.hops, decay=params.decay)
-        for entity, value in sorted(activation.items()):
-            if value < params.activation_min:
-                continue
+        activation = spread_activation(
+            seeds,
+            neighbours,
+            hops=params.hops,
+            decay=params.decay,
+            min_activation=params.activation_min,
+            max_frontier=params.activation_frontier,
+        )
+        # Only the most activated entities lend relevance: in a dense graph two hops reach
+        # most of it, and a bonus for everything is a bonus for nothing.
+        strongest = sorted(
+            ((e, v) for e, v in activation.items() if v >= params.activation_min),
+            key=lambda pair: (-pair[1], pair[0]),
+        )[: params.activated_max]
+        for entity, value in strongest:
             bonus = params.activation_weight * value
-            for key in sorted(
-                self._facts_of.get(entity, set()) | self._episodes_of.get(entity, set())
-            ):
+            # Each item appears once per entity, and entities go in a fixed order, so the sums
+            # do not depend on set iteration order.
+            for key in self._facts_of.get(entity, set()) | self._episodes_of.get(entity, set()):
                 slot = self.bm25.slot(key)
                 if slot is None or not visible[slot]:
                     continue
-                utility[slot] = max(utility.get(slot, 0.0), 0.0) + bonus
+                utility[slot] = utility.get(slot, 0.0) + bonus
 
     def _stream_neighbours(
         self, utility: dict[int, float], visible: np.ndarray, params: RankParams
@@ -344,14 +376,17 @@ class MemoryIndex:
                 continue
             stream = self._streams.get(doc.stream, {})
             for offset in range(1, params.stream_window + 1):
-                for position in (doc.position - offset, doc.position + offset):
+                for position, factor in (
+                    (doc.position - offset, params.stream_backward),
+                    (doc.position + offset, 1.0),
+                ):
                     key = stream.get(position)
                     if key is None:
                         continue
                     neighbour = self.bm25.slot(key)
                     if neighbour is None or not visible[neighbour]:
                         continue
-                    share = params.stream_weight * value / offset
+                    share = factor * params.stream_weight * value / offset
                     lent[neighbour] = max(lent.get(neighbour, 0.0), share)
         for slot, share in sorted(lent.items(), key=lambda x: self._key(x[0])):
             utility[slot] = utility.get(slot, 0.0) + share
@@ -360,17 +395,29 @@ class MemoryIndex:
         doc = self._slot_docs[slot]
         return doc.key if doc is not None else ""
 
+    def _ordered(self, slots: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """``slots`` sorted by value (descending), ties by key: the order never depends on
+        where a document happens to be stored."""
+        order = np.lexsort((self._arrays["key"][slots], -values))
+        return slots[order]
+
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
-        return sorted(utility.items(), key=lambda x: (-x[1], self._key(x[0])))[:n]
+        if not utility or n <= 0:
+            return []
+        slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
+        values = np.fromiter(utility.values(), dtype=np.float64, count=len(utility))
+        if len(slots) > n:
+            threshold = np.partition(values, len(values) - n)[len(values) - n]
+            keep = values >= threshold
+            slots, values = slots[keep], values[keep]
+        return [(int(s), utility[int(s)]) for s in self._ordered(slots, values)[:n]]
 
     def _top_slots(self, values: np.ndarray, n: int) -> list[int]:
-        """Slots of the ``n`` largest positive values, best first, ties broken by key so the
-        order never depends on where a document happens to be stored."""
+        """Slots of the ``n`` largest positive values, best first, ties broken by key."""
         positive = np.flatnonzero(values > 0)
         if not len(positive) or n <= 0:
             return []
         if len(positive) > n:
             threshold = np.partition(values[positive], len(positive) - n)[len(positive) - n]
             positive = positive[values[positive] >= threshold]
-        ordered = sorted(positive.tolist(), key=lambda s: (-values[s], self._key(s)))
-        return ordered[:n]
+        return self._ordered(positive, values[positive])[:n].tolist()
