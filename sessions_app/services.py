@@ -90,6 +90,8 @@ def _string(value: Any, field: str, max_length: int, *, required: bool = False) 
         raise ApplicationError(
             f"{field}: must be at most {max_length} characters, got {len(value)}", field=field
         )
+    if "\x00" in value:
+        raise ApplicationError(f"{field}: must not contain NUL characters", field=field)
     return value
 
 
@@ -101,6 +103,16 @@ def _channel_client(channel: Any, client: Any) -> tuple[str, str]:
 
 
 # ---- traces ---------------------------------------------------------------------------------
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def _metadata(fields: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +141,16 @@ def _metadata(fields: dict[str, Any]) -> dict[str, Any]:
             continue
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ApplicationError(f"{name}: must be a list of strings", field=name)
-    size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+    try:
+        dumped = json.dumps(metadata, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ApplicationError(
+            f"metadata: must be JSON-serialisable ({exc})", field="metadata"
+        ) from exc
+    if _has_nul(metadata):
+        # PostgreSQL cannot store NUL in text or jsonb; refuse it on every database alike.
+        raise ApplicationError("metadata: must not contain NUL characters", field="metadata")
+    size = len(dumped.encode("utf-8"))
     if size > TRACE_METADATA_MAX_BYTES:
         raise ApplicationError(
             f"metadata: must be at most {TRACE_METADATA_MAX_BYTES} bytes of JSON, got {size}",
@@ -359,6 +380,8 @@ def session_save(*, project: Project, summary: str) -> dict[str, Any]:
         raise ApplicationError(
             f"summary: must be at most {limit} characters, got {len(summary)}", field="summary"
         )
+    if "\x00" in summary:
+        raise ApplicationError("summary: must not contain NUL characters", field="summary")
     text = summary.strip()
     scored = summary_score(text)
     score = scored.score

@@ -180,3 +180,10 @@ def test_bad_load_parameters_are_400_naming_the_field(api, default_project, para
     assert response.status_code == 400
     assert field in response.json()["fields"]
     assert InjectionRecord.objects.count() == 0
+
+
+def test_a_summary_with_a_nul_character_is_refused(api):
+    response = save(api, STRUCTURED_SUMMARY + "\u0000")
+    assert response.status_code == 400
+    assert "NUL" in response.json()["fields"]["summary"][0]
+    assert SessionSummary.objects.count() == 0

@@ -152,3 +152,24 @@ def test_detail_of_a_trace_in_another_project_is_404(client_for):
     client = client_for("read", ["alpha"])
     assert client.get(f"/v1/traces/{hidden.trace_id}").status_code == 404
     assert client.get("/v1/traces/not-a-uuid").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"metadata": {"note": "a\u0000b"}}, "metadata"),
+        ({"open_questions": ["why\u0000?"]}, "metadata"),
+        ({"model": "gpt\u0000"}, "model"),
+    ],
+)
+def test_nul_characters_are_refused_on_every_database(api, payload, field):
+    response = api.post("/v1/traces", payload, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["fields"]
+    assert Trace.objects.count() == 0
+
+
+def test_a_nul_character_in_a_filter_is_400(api):
+    response = api.get("/v1/traces", {"model": "gpt\u0000"})
+    assert response.status_code == 400
+    assert "model" in response.json()["fields"]
