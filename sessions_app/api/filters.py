@@ -1,26 +1,49 @@
-"""Filters of GET /v1/traces: decision, model and a created_at range (the project is chosen by
-the one project convention, see memoryproject.projects)."""
+"""Filters of GET /v1/traces: decision, model, policy and a created_at range (the project is
+chosen by the one project convention, see memoryproject.projects)."""
 
 from __future__ import annotations
 
-import django_filters
+from typing import Any
 
+import django_filters
+from django import forms
+from django_filters.fields import IsoDateTimeField
+
+from memoryproject.errors import ApplicationError
+from memoryproject.timeutil import parse_aware_datetime
 from sessions_app.models import DECISION_CHOICES, Trace
+
+
+class AwareIsoDateTimeField(IsoDateTimeField):
+    """ISO-8601 with a timezone, like every other timestamp input: a naive one is refused
+    rather than guessed."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip():
+            try:
+                parse_aware_datetime(value, field="created_at")
+            except ApplicationError as exc:
+                raise forms.ValidationError(exc.message.split(": ", 1)[1]) from exc
+        return super().to_python(value)
+
+
+class AwareIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = AwareIsoDateTimeField
 
 
 class TraceFilter(django_filters.FilterSet):
     decision = django_filters.ChoiceFilter(choices=DECISION_CHOICES)
     model = django_filters.CharFilter(field_name="model")
     policy = django_filters.CharFilter(field_name="policy")
-    created_after = django_filters.IsoDateTimeFilter(
+    created_after = AwareIsoDateTimeFilter(
         field_name="created_at",
         lookup_expr="gte",
-        label="Traces created at or after this ISO-8601 instant",
+        label="Traces created at or after this ISO-8601 instant (with a timezone)",
     )
-    created_before = django_filters.IsoDateTimeFilter(
+    created_before = AwareIsoDateTimeFilter(
         field_name="created_at",
         lookup_expr="lt",
-        label="Traces created before this ISO-8601 instant",
+        label="Traces created before this ISO-8601 instant (with a timezone)",
     )
 
     class Meta:

@@ -173,3 +173,10 @@ def test_a_nul_character_in_a_filter_is_400(api):
     response = api.get("/v1/traces", {"model": "gpt\u0000"})
     assert response.status_code == 400
     assert "model" in response.json()["fields"]
+
+
+@pytest.mark.parametrize("value", ["2026-11-01T00:00:00", "yesterday"])
+def test_a_created_range_without_a_timezone_or_malformed_is_400(api, value):
+    response = api.get("/v1/traces", {"created_after": value})
+    assert response.status_code == 400
+    assert "created_after" in response.json()["fields"]
