@@ -27,6 +27,7 @@ from memoryproject.models import Project
 from memoryproject.timeutil import iso, parse_aware_datetime, utcnow
 
 MAX_HOPS = 5
+EGO_CHUNK = 5_000
 FACT_RELATED = ("project", "subject", "object_entity")
 
 
@@ -216,18 +217,24 @@ def entity_query(
     if entity is None:
         raise NotFoundError(f"entity_id: no entity '{entity_id}'", field="entity_id")
 
-    own = list(
-        TemporalFact.objects.filter(project=project)
-        .filter(Q(subject=entity) | Q(object_entity=entity))
+    # Entities belong to one project, so the entity's row id alone selects its facts; leaving
+    # the project out lets each lookup use its foreign-key index (one per direction).
+    as_subject = TemporalFact.objects.filter(subject=entity).select_related(*FACT_RELATED)
+    as_object = (
+        TemporalFact.objects.filter(object_entity=entity)
+        .exclude(subject=entity)
         .select_related(*FACT_RELATED)
-        .order_by("subject__slug", "predicate", "valid_from", "recorded_at")
+    )
+    own = sorted(
+        [*as_subject.order_by(), *as_object.order_by()],
+        key=lambda f: (f.subject.slug, f.predicate, f.valid_from, f.recorded_at, f.id),
     )
     active = [f for f in own if f.valid_until is None]
     history = [f for f in own if f.valid_until is not None]
     facts = own if include_superseded else active
 
     episode_ids = set(
-        TemporalFact.objects.filter(project=project, subject=entity, source_episode__isnull=False)
+        TemporalFact.objects.filter(subject=entity, source_episode__isnull=False)
         .order_by()
         .values_list("source_episode_id", flat=True)
     )
@@ -236,46 +243,48 @@ def entity_query(
             "episode_id", flat=True
         )
     )
-    episodes = list(
-        Episode.objects.filter(project=project, id__in=episode_ids)
-        .select_related("project")
-        .order_by("-occurred_at", "id")
+    episodes = sorted(
+        Episode.objects.filter(id__in=episode_ids).select_related("project").order_by(),
+        key=lambda e: (-e.occurred_at.timestamp(), e.id),
     )
 
     # Walk by entity row id so every hop is answered from the foreign-key indexes.
     ids = {entity.slug: entity.pk}
+    kinds = {entity.slug: entity.kind}
+    active_edges = TemporalFact.objects.filter(
+        valid_until__isnull=True, object_entity__isnull=False
+    ).order_by()
+    columns = (
+        "id",
+        "subject__slug",
+        "predicate",
+        "object_entity__slug",
+        "subject_id",
+        "object_entity_id",
+        "subject__kind",
+        "object_entity__kind",
+    )
 
     def edges_touching(nodes: set[str]) -> Iterator[Edge]:
         wanted = [ids[node] for node in nodes]
-        active_edges = TemporalFact.objects.filter(
-            project=project, valid_until__isnull=True, object_entity__isnull=False
-        ).order_by()
-        columns = (
-            "id",
-            "subject__slug",
-            "predicate",
-            "object_entity__slug",
-            "subject_id",
-            "object_entity_id",
-        )
-        # Two lookups, one per foreign-key index, instead of an OR that scans.
         seen: set[str] = set()
+        # One lookup per foreign-key index instead of an OR that scans; chunks stay under the
+        # databases' bound-parameter limits on wide frontiers.
         for lookup in ("subject_id__in", "object_entity_id__in"):
-            rows = active_edges.filter(**{lookup: wanted}).values_list(*columns)
-            for fact_id, source, predicate, target, source_pk, target_pk in rows:
-                if fact_id in seen:
-                    continue
-                seen.add(fact_id)
-                ids.setdefault(source, source_pk)
-                ids.setdefault(target, target_pk)
-                yield Edge(fact_id=fact_id, source=source, predicate=predicate, target=target)
+            for start in range(0, len(wanted), EGO_CHUNK):
+                chunk = wanted[start : start + EGO_CHUNK]
+                rows = active_edges.filter(**{lookup: chunk}).values_list(*columns)
+                for fact_id, source, predicate, target, s_pk, t_pk, s_kind, t_kind in rows:
+                    if fact_id in seen:
+                        continue
+                    seen.add(fact_id)
+                    ids.setdefault(source, s_pk)
+                    ids.setdefault(target, t_pk)
+                    kinds.setdefault(source, s_kind)
+                    kinds.setdefault(target, t_kind)
+                    yield Edge(fact_id=fact_id, source=source, predicate=predicate, target=target)
 
     ego = ego_graph(entity.slug, max_hops, edges_touching)
-    kinds = dict(
-        Entity.objects.filter(project=project, slug__in=list(ego.distances)).values_list(
-            "slug", "kind"
-        )
-    )
     return {
         "entity": entity_as_dict(entity),
         "facts": [fact_as_dict(f) for f in facts],
