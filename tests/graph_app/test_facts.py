@@ -194,3 +194,16 @@ def test_reasserting_a_retracted_fact_makes_it_true_again(default_project):
     again = upsert(default_project, "JWT_HS256", JAN)
     assert again["created"] and again["outcome"] == "active"
     assert TemporalFact.objects.get(valid_until__isnull=True).id == again["fact"]["id"]
+
+
+def test_retraction_and_entity_renames_reach_the_change_feed(default_project):
+    fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
+    retracted = services.fact_retract(project=default_project, fact_id=fact["id"])["fact"]
+    assert retracted["revision"] == 2
+    assert [f.id for f in selectors.facts_changed_since(project=default_project, revision=1)] == [
+        fact["id"]
+    ]
+    services.entity_upsert(project=default_project, entity_id="auth_service", name="Auth")
+    changed = selectors.facts_changed_since(project=default_project, revision=2)
+    assert [(f.id, f.subject.name) for f in changed] == [(fact["id"], "Auth")]
+    assert selectors.integrity_verify(project=default_project)["verified"] is True
