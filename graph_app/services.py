@@ -247,7 +247,7 @@ def _fact_seal(fact: TemporalFact) -> None:
     )
 
 
-def _fact_close(  # one UPDATE: the successor may be inserted later (FKs are deferred)
+def _fact_close(
     fact: TemporalFact,
     *,
     valid_until: datetime,
@@ -255,12 +255,20 @@ def _fact_close(  # one UPDATE: the successor may be inserted later (FKs are def
     revision: int,
     superseded_by: str | None,
 ) -> None:
+    """Closes ``fact`` in one UPDATE. ``superseded_by`` may name a fact inserted later in the
+    same transaction: foreign keys are checked at commit on both databases."""
     fact.valid_until = valid_until
     fact.closed_at = now
     fact.superseded_by_id = superseded_by
     fact.revision = revision
     _fact_seal(fact)
-    fact.save(update_fields=["valid_until", "closed_at", "superseded_by", "revision", "sha256"])
+    TemporalFact.objects.filter(pk=fact.pk).update(
+        valid_until=fact.valid_until,
+        closed_at=fact.closed_at,
+        superseded_by_id=fact.superseded_by_id,
+        revision=fact.revision,
+        sha256=fact.sha256,
+    )
 
 
 def fact_upsert(
