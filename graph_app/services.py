@@ -344,6 +344,10 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
+def _aware_required(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 _CHAIN_SQL = """
 SELECT e.id, f.id, f.object_value, f.object_entity_id, oe.slug, f.confidence, f.valid_from,
        f.valid_until, f.recorded_at, f.closed_at, f.superseded_by_id, f.source_episode_id,
@@ -368,7 +372,7 @@ def _chain_load(
     runs on every write, where the ORM's query building would cost more than the query.
     """
     sql = _CHAIN_SQL.format(entity=Entity._meta.db_table, fact=TemporalFact._meta.db_table)
-    params = [
+    params: list[Any] = [
         predicate,
         singular,
         connection.ops.adapt_datetimefield_value(start),
@@ -399,9 +403,9 @@ def _chain_load(
                 ),
                 singular=singular,
                 confidence=confidence,
-                valid_from=_aware(valid_from),
+                valid_from=_aware_required(valid_from),
                 valid_until=_aware(valid_until),
-                recorded_at=_aware(recorded_at),
+                recorded_at=_aware_required(recorded_at),
                 closed_at=_aware(closed_at),
                 superseded_by_id=superseded_by,
                 source_episode_id=source_episode,
