@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
@@ -83,3 +85,15 @@ class HasProjectApiKey(permissions.BasePermission):
 
 def api_key_of(request: Request) -> ProjectAPIKey | None:
     return request.auth if isinstance(request.auth, ProjectAPIKey) else None
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Describes the Bearer API key in the OpenAPI schema (and the Swagger UI's Authorize)."""
+
+    target_class = "memoryproject.auth.ApiKeyAuthentication"
+    name = "ApiKeyBearer"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return build_bearer_security_scheme_object(
+            header_name="HTTP_AUTHORIZATION", token_prefix="Bearer", bearer_format="prefix.secret"
+        )

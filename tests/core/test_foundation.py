@@ -173,3 +173,11 @@ def test_count_tokens_works_with_network_blocked(monkeypatch):
     assert tokens.count_tokens("hello world") == 2
     assert tokens.count_tokens("") == 0
     assert tokens.count_tokens("def fact_upsert(subject_id):") > 3
+
+
+@pytest.mark.django_db
+def test_openapi_schema_is_valid_without_warnings(tmp_path):
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+    text = target.read_text()
+    assert "ApiKeyBearer" in text and "scheme: bearer" in text
