@@ -36,7 +36,7 @@ def one_line(text: str) -> str:
 
 
 def day(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d") if value is not None else "?"
+    return value.date().isoformat() if value is not None else "?"
 
 
 def episode_tag(category: str) -> str:
