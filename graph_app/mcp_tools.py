@@ -288,8 +288,9 @@ invariant, a session note, a migration or an incident. Use it when you learned o
 something a later session (or another tool) must not rediscover. Entities you name in
 entities_mentioned are created on first mention and linked, so memory_query_entity and
 memory_compile_context find the episode later. Effects: writes one episode (never edited
-afterwards); an external_id already used in the project is refused. Not for session
-progress (use save_session) nor for a single current truth (use memory_upsert_fact)."""
+afterwards). With an external_id already recorded in the project, the same content answers the
+stored episode (created=false) and different content is refused. Not for session progress
+(use save_session) nor for a single current truth (use memory_upsert_fact)."""
 
 UPSERT_DESCRIPTION = """\
 Assert a fact `subject --predicate--> object_value` in the bi-temporal knowledge graph.
@@ -303,7 +304,8 @@ several values at once (e.g. depends_on). Entities are created on first mention.
 RETRACT_DESCRIPTION = """\
 Close a fact's validity without a replacement: it stops being current at `at` (default now)
 and stays in history. Use when something stopped being true and nothing replaces it; to change
-a value use memory_upsert_fact instead. Effects: updates one fact's valid_until."""
+a value use memory_upsert_fact instead. Effects: updates one fact's valid_until. A fact that
+is already superseded or retracted is refused; `at` may not precede the fact's valid_from."""
 
 COMPILE_DESCRIPTION = """\
 Compile the memory most relevant to `query` into a markdown bundle that fits max_tokens:

@@ -168,18 +168,18 @@ when it states the active project, the last decision, the current output, the op
 and the key files; short or vague summaries score low and load_session will refuse them.
 Effects: writes one saved summary (and its trace). Not for durable engineering knowledge:
 record that with memory_record_episode / memory_upsert_fact instead. Limit: the summary must
-be non-empty and at most SESSION_SUMMARY_MAX_CHARS characters."""
+be non-empty and at most {max_chars:,} characters."""
 
 LOAD_DESCRIPTION = """\
 Return the latest saved session summary of the project as an inject-ready SESSION_CONTEXT
 block, but only if its trust score passes `threshold` and it is not older than `max_age_days`
-(server default 14 days). Otherwise answers found=false with the rule that refused it: it never
+(server default {max_age_days} days). Otherwise answers found=false with the rule that refused it: it never
 returns low-trust or stale context. Use at the start of a session. Effects: when context is
 returned, one receipt is written to the injection log (channel "mcp", your client name)."""
 
 
 def register(server: MemoryServer) -> None:
-    max_chars = int(getattr(settings, "SESSION_SUMMARY_MAX_CHARS", 20000))
+    max_chars = int(settings.SESSION_SUMMARY_MAX_CHARS)
 
     @server.tool(
         name="plan_context",
@@ -222,7 +222,7 @@ def register(server: MemoryServer) -> None:
     @server.tool(
         name="save_session",
         title="Save session summary",
-        description=SAVE_DESCRIPTION,
+        description=SAVE_DESCRIPTION.format(max_chars=max_chars),
         annotations=ToolAnnotations(
             read_only_hint=False,
             destructive_hint=False,
@@ -255,7 +255,7 @@ def register(server: MemoryServer) -> None:
     @server.tool(
         name="load_session",
         title="Load the last trusted session summary",
-        description=LOAD_DESCRIPTION,
+        description=LOAD_DESCRIPTION.format(max_age_days=settings.SESSION_MAX_AGE_DAYS),
         annotations=ToolAnnotations(
             read_only_hint=False,
             destructive_hint=False,

@@ -78,6 +78,10 @@ def test_every_tool_is_listed_with_descriptions_bounds_and_output_schema(mcp):
         "category",
         "content",
     ]
+    from graph_app.models import EpisodeCategory
+
+    category = tools["memory_record_episode"].input_schema["properties"]["category"]
+    assert category["enum"] == list(EpisodeCategory.values)
     assert tools["memory_verify_integrity"].annotations.read_only_hint is True
     assert tools["memory_upsert_fact"].annotations.read_only_hint is False
 
