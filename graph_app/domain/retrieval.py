@@ -31,7 +31,7 @@ import numpy as np
 
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import BM25Index
-from graph_app.domain.tokenize import identifiers, tokenize
+from graph_app.domain.tokenize import identifiers, tokenize_query
 
 INF = math.inf
 _FILL = {
@@ -253,7 +253,7 @@ class MemoryIndex:
     def rank(
         self, query: str, visibility: Visibility, params: RankParams = DEFAULT_PARAMS
     ) -> Ranking:
-        terms = tokenize(query) or [w.lower() for w in query.split() if w.strip()]
+        terms = tokenize_query(query) or [w.lower() for w in query.split() if w.strip()]
         boost = identifiers(query)
         if not self.docs or not terms:
             return Ranking(ranked=[], suppressed_stale=0)

@@ -254,3 +254,39 @@ def identifiers(text: str) -> set[str]:
         if _is_identifier(word, split_identifier(word)):
             found.add(word.lower())
     return found
+
+
+# Words that shape a question rather than say what it is about ("What kind of ...", "How many
+# times ...", "Would X likely ..."). Dropped from queries only: in stored text they may matter.
+QUERY_STOP_WORDS: frozenset[str] = frozenset(
+    [
+        "kind",
+        "kinds",
+        "type",
+        "types",
+        "sort",
+        "sorts",
+        "likely",
+        "ever",
+        "many",
+        "much",
+        "times",
+        "think",
+        "say",
+        "says",
+        "said",
+        "mention",
+        "mentioned",
+        "describe",
+        "described",
+    ]
+)
+_QUERY_STOP_STEMS = frozenset(stem(w) for w in QUERY_STOP_WORDS)
+
+
+def tokenize_query(text: str) -> list[str]:
+    """Index terms of a query: as ``tokenize``, without question scaffolding words (kept when
+    nothing else is left)."""
+    tokens = tokenize(text)
+    kept = [t for t in tokens if t not in _QUERY_STOP_STEMS]
+    return kept or tokens

@@ -14,7 +14,7 @@ from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.packing import PackItem, pack
 from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
-from graph_app.domain.tokenize import identifiers, tokenize
+from graph_app.domain.tokenize import identifiers, tokenize, tokenize_query
 from memoryproject.tokens import count_tokens
 
 DOMAIN = pathlib.Path(__file__).resolve().parents[2] / "graph_app" / "domain"
@@ -59,6 +59,11 @@ def test_stop_words_dropped_and_prose_stemmed():
 
 def test_sentence_final_dot_is_not_part_of_an_identifier():
     assert tokenize("It calls auth_service.") == ["call", "auth_service", "auth", "servic"]
+
+
+def test_query_drops_question_scaffolding_but_never_everything():
+    assert tokenize_query("What kind of pottery did Melanie mention?") == ["potteri", "melani"]
+    assert tokenize_query("what kind?") == ["kind"]
 
 
 def test_identifiers_lists_whole_identifiers_only():
