@@ -284,6 +284,12 @@ def _project_index(project: Project) -> _ProjectIndex:
         return entry
 
 
+def compiler_cache_forget(project_pk: int) -> None:
+    """Drops one project's cached index (e.g. once the project is deleted)."""
+    with _cache_lock:
+        _cache.pop(project_pk, None)
+
+
 def compiler_cache_clear() -> None:
     """Forgets every cached index (they are rebuilt on the next compile)."""
     with _cache_lock:
@@ -395,13 +401,14 @@ def context_compile(
                 fact_keys=None if history else frozenset(views),
             )
         ranking = index.rank(text, visibility, RANK_PARAMS)
-        docs = index.docs
+        # Taken under the lock: a concurrent refresh may replace documents afterwards.
+        payloads = {key: index.docs[key].payload for key, _ in ranking.ranked}
 
     candidates: list[PackItem] = []
     utilities = dict(ranking.ranked)
     total = 0
     for key, utility in ranking.ranked:
-        item = docs[key].payload
+        item = payloads[key]
         assert isinstance(item, _Item)
         if views:
             item = _line_as_known(item, views.get(key))
@@ -425,7 +432,7 @@ def context_compile(
 
     items = []
     for packed_item in packed.items:
-        item = docs[packed_item.key].payload
+        item = payloads[packed_item.key]
         assert isinstance(item, _Item)
         items.append(
             {

@@ -25,7 +25,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from graph_app.compiler import context_compile
+from graph_app.compiler import compiler_cache_forget, context_compile
 from graph_app.management.commands._progress import progress
 from graph_app.models import Episode
 from graph_app.services import episode_record
@@ -112,6 +112,7 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
             hits_all += qa["evidence"] <= cited
             hits_any += bool(qa["evidence"] & cited)
     finally:
+        compiler_cache_forget(project.pk)
         project.delete()
     count = len(questions)
     return {

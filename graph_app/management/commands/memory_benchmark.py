@@ -27,7 +27,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from graph_app.compiler import context_compile
+from graph_app.compiler import compiler_cache_forget, context_compile
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
 from graph_app.management.commands._progress import progress
 from graph_app.models import Entity, Episode, EpisodeFile, GraphRevision, TemporalFact
@@ -337,6 +337,7 @@ class _Corpus:
 
 
 def _project_drop(project: Project) -> None:
+    compiler_cache_forget(project.pk)
     with transaction.atomic():
         TemporalFact.objects.filter(project=project).update(superseded_by=None)
         TemporalFact.objects.filter(project=project).delete()
