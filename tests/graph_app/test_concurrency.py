@@ -13,7 +13,9 @@ from memoryproject.models import Project
 WRITERS = 8
 
 
-@pytest.mark.django_db(transaction=True)
+# available_apps: the flush after the test empties only the graph's tables, so the
+# migration-created default project survives for the tests that run after this one.
+@pytest.mark.django_db(transaction=True, available_apps=["graph_app"])
 def test_eight_concurrent_upserts_leave_one_active_fact_and_a_linear_chain():
     # On SQLite, IMMEDIATE transactions serialise writers at BEGIN (busy timeout 20 s), so the
     # same guarantee holds there and the test runs on both databases.
