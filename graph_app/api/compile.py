@@ -66,7 +66,7 @@ _RESPONSE = inline_serializer(
 )
 
 
-class ContextCompileView(ProjectScopedMixin, APIView):
+class ContextCompileView(APIView, ProjectScopedMixin):
     """The most relevant memory for a query, packed under a token budget, every line cited."""
 
     required_scope = "read"

@@ -303,14 +303,14 @@ class MemoryIndex:
         self, top: list[int], terms: list[str], params: RankParams
     ) -> list[tuple[str, float]]:
         query_terms = set(terms)
-        weights: Counter[str] = Counter()
+        weights: dict[str, float] = {}
         for slot in top:
             doc = self._slot_docs[slot]
             if doc is None:
                 continue
             for term, tf in Counter(doc.tokens).items():
                 if term not in query_terms:
-                    weights[term] += tf * self.bm25.idf(term)
+                    weights[term] = weights.get(term, 0.0) + tf * self.bm25.idf(term)
         chosen = [(t, w) for t, w in sorted(weights.items(), key=lambda x: (-x[1], x[0])) if w > 0]
         chosen = chosen[: params.prf_terms]
         if not chosen:
@@ -358,10 +358,10 @@ class MemoryIndex:
             # Each item appears once per entity, and entities go in a fixed order, so the sums
             # do not depend on set iteration order.
             for key in self._facts_of.get(entity, set()) | self._episodes_of.get(entity, set()):
-                slot = self.bm25.slot(key)
-                if slot is None or not visible[slot]:
+                item_slot = self.bm25.slot(key)
+                if item_slot is None or not visible[item_slot]:
                     continue
-                utility[slot] = utility.get(slot, 0.0) + bonus
+                utility[item_slot] = utility.get(item_slot, 0.0) + bonus
 
     def _stream_neighbours(
         self, utility: dict[int, float], visible: np.ndarray, params: RankParams

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -390,7 +391,7 @@ def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> 
         stale_total = stale_shown = 0
         for query, stale_ids in show(queries, total=len(queries), label="compile_context"):
             elapsed, result = _timed(
-                lambda q=query: context_compile(project=project, query=q, max_tokens=BUDGET)
+                partial(context_compile, project=project, query=query, max_tokens=BUDGET)
             )
             compile_ms.append(elapsed)
             compliant += (
@@ -405,7 +406,8 @@ def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> 
         for i in show(range(scale.samples), total=scale.samples, label="record_episode"):
             a, b = rng.sample(corpus.entities, 2)
             elapsed, _ = _timed(
-                lambda a=a, b=b, i=i: episode_record(
+                partial(
+                    episode_record,
                     project=project,
                     title=f"Benchmark note {i} on {a}",
                     category=CATEGORIES[i % len(CATEGORIES)],
@@ -420,8 +422,12 @@ def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> 
             subject = rng.choice(corpus.entities)
             predicate = rng.choice(list(SINGULAR))
             elapsed, _ = _timed(
-                lambda s=subject, p=predicate, i=i: fact_upsert(
-                    project=project, subject_id=s, predicate=p, object_value=f"bench_value_{i}"
+                partial(
+                    fact_upsert,
+                    project=project,
+                    subject_id=subject,
+                    predicate=predicate,
+                    object_value=f"bench_value_{i}",
                 )
             )
             upsert_ms.append(elapsed)
@@ -432,7 +438,7 @@ def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> 
         for _ in show(range(scale.samples), total=scale.samples, label="entity_query"):
             entity = rng.choice(corpus.entities)
             elapsed, _ = _timed(
-                lambda e=entity: entity_query(project=project, entity_id=e, max_hops=2)
+                partial(entity_query, project=project, entity_id=entity, max_hops=2)
             )
             entity_ms.append(elapsed)
         integrity_ms: list[float] = []
