@@ -25,6 +25,7 @@ from typing import Any
 from graph_app.domain.packing import PackItem, pack
 from graph_app.domain.records import sha256_of
 from graph_app.domain.render import (
+    best_passage,
     day,
     episode_citation,
     episode_line,
@@ -40,7 +41,7 @@ from graph_app.domain.retrieval import (
     RankParams,
     Visibility,
 )
-from graph_app.domain.tokenize import tokenize
+from graph_app.domain.tokenize import tokenize, tokenize_query
 from graph_app.models import Episode, TemporalFact
 from graph_app.selectors import facts_visible_at, graph_revision_current
 from memoryproject.errors import validation_error
@@ -60,6 +61,10 @@ UTILITY_SHARPNESS = 10.0
 PACK_CANDIDATE_TOKENS = 4
 PACK_CANDIDATES_MAX = 400
 RANK_PARAMS = RankParams()
+# Full lines may fill this share of the budget; the items after them come as previews: the
+# episode's best-matching sentences in at most PREVIEW_TOKENS tokens, still cited.
+FULL_SHARE = 0.5
+PREVIEW_TOKENS = 24
 
 
 # --- documents --------------------------------------------------------------------------------
@@ -78,6 +83,8 @@ class _Item:
     order: tuple
     # facts only: to re-render as known at an earlier transaction time
     fact_fields: tuple = ()
+    # episodes only: the user's own id, which the citation uses when it is citable
+    external_id: str | None = None
 
 
 def _ts(value: datetime | None, default: float = INF) -> float:
@@ -110,6 +117,7 @@ EPISODE_FIELDS = (
     "metadata",
     "occurred_at",
     "recorded_at",
+    "external_id",
 )
 
 
@@ -210,6 +218,7 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
         content=row["content"],
         occurred_at=None,  # the day is the heading of the episode's section
         files=files,
+        external_id=row["external_id"],
     )
     text = episode_text(
         category=row["category"],
@@ -222,11 +231,12 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
     item = _Item(
         kind="episode",
         id=row["id"],
-        citation=episode_citation(row["id"], row["category"]),
+        citation=episode_citation(row["id"], row["category"], row["external_id"]),
         line=line,
         keep=keep,
         section=f"Episodes {day(occurred)}",
         order=(occurred.timestamp(), position if position is not None else 0),
+        external_id=row["external_id"],
     )
     return MemoryDoc(
         key=f"episode:{row['id']}",
@@ -339,6 +349,12 @@ def _count(text: str) -> int:
     return count_tokens(text)
 
 
+@lru_cache(maxsize=100_000)
+def _terms(sentence: str) -> tuple[str, ...]:
+    # An episode's sentences are the same from one compile to the next: tokenize them once.
+    return tuple(tokenize(sentence))
+
+
 def _line_as_known(item: _Item, view: dict[str, Any] | None) -> _Item:
     """A fact's line as it read at an earlier transaction time (closure not yet known)."""
     if item.kind != "fact" or view is None:
@@ -403,6 +419,16 @@ def context_compile(
         ranking = index.rank(text, visibility, RANK_PARAMS)
         # Taken under the lock: a concurrent refresh may replace documents afterwards.
         payloads = {key: index.docs[key].payload for key, _ in ranking.ranked}
+        weights = {term: index.bm25.smooth_idf(term) for term in set(tokenize_query(text))}
+
+    def preview(candidate: PackItem) -> PackItem | None:
+        if not candidate.key.startswith("episode:"):
+            return None
+        head, body = candidate.text[: candidate.keep], candidate.text[candidate.keep :]
+        passage = best_passage(
+            body, weights, tokenize=_terms, count=_count, max_tokens=PREVIEW_TOKENS
+        )
+        return None if passage is None else replace(candidate, text=head + passage)
 
     candidates: list[PackItem] = []
     utilities = dict(ranking.ranked)
@@ -427,7 +453,13 @@ def context_compile(
         if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
             break
     packed = pack(
-        candidates, max_tokens=budget, count=_count, title=TITLE, sections=[FACTS_SECTION]
+        candidates,
+        max_tokens=budget,
+        count=_count,
+        title=TITLE,
+        sections=[FACTS_SECTION],
+        preview=preview,
+        full_share=FULL_SHARE,
     )
 
     items = []
@@ -438,6 +470,7 @@ def context_compile(
             {
                 "kind": item.kind,
                 "id": item.id,
+                "external_id": item.external_id,
                 "score": round(utilities[packed_item.key], 6),
                 "tokens": packed_item.tokens,
                 "citation": item.citation,

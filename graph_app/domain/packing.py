@@ -103,8 +103,14 @@ def pack(
     count: Callable[[str], int],
     title: str = TITLE,
     sections: Sequence[str] = (),
+    preview: Callable[[PackItem], PackItem | None] | None = None,
+    full_share: float = 1.0,
 ) -> Packed:
-    """Greedy utility-density packing under ``max_tokens`` counted over the final markdown."""
+    """Greedy utility-density packing under ``max_tokens`` counted over the final markdown.
+
+    With ``preview``, lines keep their full text until they have used ``full_share`` of the
+    budget; after that each item is shown as ``preview(item)`` (a shorter line with the same
+    citation; None when there is none), so more sources fit."""
     if count(title) > max_tokens:
         return Packed(markdown="", token_count=0, items=[])
     cap = max(MIN_TRUNCATED_TOKENS, int(max_tokens * ITEM_BUDGET_SHARE))
@@ -125,15 +131,34 @@ def pack(
     section_cost = {
         name: count(f"\n## {name}") for name in {c[0].section for c in candidates} if name
     }
+    # Full lines may use this much of the budget; past it, items come as previews.
+    full_room = int(max_tokens * full_share) if preview is not None else max_tokens
+    full_used = 0
     opened: set[str] = set()
     chosen: list[tuple[PackItem, int, bool]] = []
     left_out: list[tuple[PackItem, int, bool]] = []
     for candidate in candidates:
-        item, tokens, _ = candidate
+        item, tokens, truncated = candidate
+        shown = candidate
+        heading = section_cost.get(item.section, 0) if item.section not in opened else 0
+        if (
+            preview is not None
+            and full_used + tokens > full_room
+            # no room even for the citation: not worth building the preview
+            and count(item.text[: item.keep]) + heading < remaining
+        ):
+            short = preview(item)
+            if short is not None:
+                short_tokens = count(short.text) + 1
+                if short_tokens < tokens:
+                    shown = (short, short_tokens, True)
+        item, tokens, truncated = shown
         cost = tokens + (section_cost.get(item.section, 0) if item.section not in opened else 0)
         if cost <= remaining:
-            chosen.append(candidate)
+            chosen.append(shown)
             remaining -= cost
+            if shown is candidate:
+                full_used += tokens
             if item.section:
                 opened.add(item.section)
         else:

@@ -8,7 +8,7 @@ as YYYY-MM-DD) so more items fit a budget. Pure Python: no Django import.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 EPISODE_TAGS = {
@@ -29,6 +29,7 @@ CATEGORY_WORDS = {
     "incident": "incident",
 }
 _SPACE_RE = re.compile(r"\s+")
+ELLIPSIS = "…"
 
 
 def one_line(text: str) -> str:
@@ -47,8 +48,30 @@ def fact_citation(fact_id: str) -> str:
     return f"[FACT:{fact_id}]"
 
 
-def episode_citation(episode_id: str, category: str) -> str:
-    return f"[{episode_tag(category)}:{episode_id}]"
+# An external id short and plain enough to cite in place of the internal one. It stays
+# unambiguous: external ids are unique per project, and one that could be read as an internal
+# id (``ep_...``, ``fact_...``) or that holds brackets or spaces is never used.
+_CITABLE_EXTERNAL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/#-]{0,23}")
+_INTERNAL_PREFIX_RE = re.compile(r"(ep|fact)_", re.IGNORECASE)
+
+
+def citable_external_id(external_id: str | None) -> str | None:
+    """``external_id`` when it may stand for its episode in a citation, else None."""
+    if not external_id or not _CITABLE_EXTERNAL_RE.fullmatch(external_id):
+        return None
+    if _INTERNAL_PREFIX_RE.match(external_id):
+        return None
+    return external_id
+
+
+def episode_ref(episode_id: str, external_id: str | None = None) -> str:
+    """How a line names its episode: the user's own short id (``ADR-0012``, ``INC-431``,
+    ``D3:12``) when there is a citable one, the internal id otherwise."""
+    return citable_external_id(external_id) or episode_id
+
+
+def episode_citation(episode_id: str, category: str, external_id: str | None = None) -> str:
+    return f"[{episode_tag(category)}:{episode_ref(episode_id, external_id)}]"
 
 
 def fact_line(
@@ -81,10 +104,11 @@ def episode_line(
     content: str,
     occurred_at: datetime | None,
     files: Sequence[str],
+    external_id: str | None = None,
 ) -> tuple[str, int]:
     """(line, length of the part that is never truncated: citation, title, date, files).
     ``occurred_at`` None leaves the date out (when a section heading already gives the day)."""
-    head = f"{episode_citation(episode_id, category)} {one_line(title)}"
+    head = f"{episode_citation(episode_id, category, external_id)} {one_line(title)}"
     if occurred_at is not None:
         head += f" ({day(occurred_at)})"
     if files:
@@ -108,3 +132,55 @@ def episode_text(
     if occurred_at is not None:
         parts.append(occurred_at.strftime("%B %Y"))
     return " ".join(p for p in parts if p)
+
+
+# Sentence ends: a full stop, question or exclamation mark (or an ellipsis) before a space.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_END_RE.split(one_line(text)) if s]
+
+
+def best_passage(
+    content: str,
+    weights: Mapping[str, float],
+    *,
+    tokenize: Callable[[str], Sequence[str]],
+    count: Callable[[str], int],
+    max_tokens: int,
+) -> str | None:
+    """The sentences of ``content`` that best match the query, within ``max_tokens``, with
+    ``…`` where text was left out; None when the whole content already fits.
+
+    A sentence scores the summed ``weights`` of the distinct query terms it holds (the earliest
+    wins a tie, so an unmatched item previews its opening); the passage then grows with the
+    following, then the preceding sentences while it fits."""
+    text = one_line(content)
+    if count(text) <= max_tokens:
+        return None
+    parts = sentences(text)
+    if not parts:
+        return None
+    scores = [sum(weights.get(t, 0.0) for t in set(tokenize(s))) for s in parts]
+    best = max(range(len(parts)), key=lambda i: (scores[i], -i))
+    first = last = best
+    used = count(parts[best])
+    if used > max_tokens:
+        return None
+    for step in (1, -1):
+        while True:
+            nxt = last + 1 if step == 1 else first - 1
+            if not 0 <= nxt < len(parts):
+                break
+            cost = count(" " + parts[nxt])
+            if used + cost > max_tokens:
+                break
+            used += cost
+            first, last = min(first, nxt), max(last, nxt)
+    passage = " ".join(parts[first : last + 1])
+    if first > 0:
+        passage = ELLIPSIS + " " + passage
+    if last < len(parts) - 1:
+        passage += " " + ELLIPSIS
+    return passage

@@ -295,3 +295,70 @@ def test_bad_input_is_rejected_naming_the_field(default_project, kwargs, field):
         context_compile(project=default_project, **args)
     assert error.value.field == field
     assert re.match(rf"{field}: ", error.value.message)
+
+
+def test_episode_is_cited_by_its_short_external_id(default_project):
+    adr = episode_record(
+        project=default_project,
+        title="Outbox for order events",
+        category="adr",
+        content="order_service publishes events through an outbox table.",
+        external_id="ADR-0012",
+    )
+    result = context_compile(project=default_project, query="order events outbox")
+    assert "[ADR:ADR-0012] Outbox for order events | order_service" in result["markdown"]
+    assert adr["id"] not in result["markdown"]  # the shorter id stands for it
+    item = result["items"][0]
+    assert (item["id"], item["external_id"], item["citation"]) == (
+        adr["id"],
+        "ADR-0012",
+        "[ADR:ADR-0012]",
+    )
+    assert result["citations"] == ["[ADR:ADR-0012]"]
+
+
+@pytest.mark.parametrize(
+    "external_id",
+    ["ep_0123456789abcdef", "FACT_x", "has space", "a]b", "x" * 25, "-starts-with-dash"],
+)
+def test_external_ids_that_could_mislead_are_not_cited(default_project, external_id):
+    episode = episode_record(
+        project=default_project,
+        title="Outbox for order events",
+        category="adr",
+        content="order_service publishes events through an outbox table.",
+        external_id=external_id,
+    )
+    result = context_compile(project=default_project, query="order events outbox")
+    assert f"[ADR:{episode['id']}] Outbox" in result["markdown"]
+    assert result["items"][0]["external_id"] == external_id
+    assert result["items"][0]["citation"] == f"[ADR:{episode['id']}]"
+
+
+def test_lower_ranked_long_episodes_come_as_cited_previews(default_project):
+    filler = "We also talked about the weather, the traffic and lunch plans for the week. " * 3
+    ids = []
+    for i in range(12):
+        ids.append(
+            episode_record(
+                project=default_project,
+                title=f"Checkout incident {i}",
+                category="incident",
+                content=f"{filler}The checkout_service timed out calling payment_gateway {i}. "
+                + filler,
+            )["id"]
+        )
+    result = context_compile(
+        project=default_project, query="checkout payment_gateway timeout", max_tokens=600
+    )
+    assert result["token_count"] == count_tokens(result["markdown"]) <= 600
+    lines = {line.split("]")[0] + "]": line for line in result["markdown"].splitlines()[1:]}
+    previews = [i for i in result["items"] if i["truncated"]]
+    full = [i for i in result["items"] if not i["truncated"]]
+    assert full and len(previews) >= 4
+    assert len(result["items"]) > len(full) + 1  # more sources than full lines alone allow
+    for item in previews:
+        line = lines[item["citation"]]
+        assert "timed out calling payment_gateway" in line  # the best-matching sentence
+        assert "…" in line
+        assert item["id"] in ids

@@ -13,6 +13,7 @@ from rank_bm25 import BM25Okapi
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.packing import PackItem, pack
+from graph_app.domain.render import best_passage, citable_external_id, episode_citation
 from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
 from graph_app.domain.tokenize import identifiers, tokenize, tokenize_query
 from memoryproject.tokens import count_tokens
@@ -263,8 +264,9 @@ line_text = st.text(
         max_size=25,
     ),
     budget=st.integers(min_value=1, max_value=600),
+    use_preview=st.booleans(),
 )
-def test_packing_never_exceeds_the_budget(items, budget):
+def test_packing_never_exceeds_the_budget(items, budget, use_preview):
     candidates = [
         PackItem(
             key=f"k{i}",
@@ -276,6 +278,101 @@ def test_packing_never_exceeds_the_budget(items, budget):
         )
         for i, (text, utility, cut, section) in enumerate(items)
     ]
-    packed = pack(candidates, max_tokens=budget, count=count_tokens)
+
+    def preview(item):
+        return PackItem(**{**item.__dict__, "text": item.text[: len(item.text) // 3]})
+
+    packed = pack(
+        candidates,
+        max_tokens=budget,
+        count=count_tokens,
+        preview=preview if use_preview else None,
+        full_share=0.3,
+    )
     assert packed.token_count == count_tokens(packed.markdown)
     assert packed.token_count <= budget
+
+
+def test_packing_shows_items_past_the_full_share_as_previews():
+    items = [
+        PackItem(key=f"k{i}", text=f"[NOTE:{i}] " + "long words here " * 20, utility=1.0 - i / 100)
+        for i in range(10)
+    ]
+
+    def preview(item):
+        return PackItem(**{**item.__dict__, "text": item.text.split("]")[0] + "] gist"})
+
+    plain = pack(items, max_tokens=300, count=count_tokens)
+    packed = pack(items, max_tokens=300, count=count_tokens, preview=preview, full_share=0.5)
+    assert len(packed.items) > len(plain.items)
+    assert not packed.items[0].truncated  # the best keeps its full text
+    assert any(p.truncated and p.text.endswith("] gist") for p in packed.items)
+    assert packed.token_count <= 300
+
+
+# --- previews and citations -----------------------------------------------------------------
+
+
+def _weights(query):
+    return dict.fromkeys(tokenize(query), 1.0)
+
+
+def test_best_passage_is_the_best_matching_sentence_marked_as_cut():
+    content = (
+        "Thanks for asking, it was a long week. "
+        "We finally adopted a dog from the shelter downtown. "
+        "Anyway, how is work going for you these days?"
+    )
+    passage = best_passage(
+        content, _weights("adopt dog shelter"), tokenize=tokenize, count=count_tokens, max_tokens=14
+    )
+    assert passage == "… We finally adopted a dog from the shelter downtown. …"
+
+
+def test_best_passage_grows_with_neighbouring_sentences_while_it_fits():
+    content = "One. The dog sleeps all day. Two. " + "Filler sentence with many words. " * 6
+    passage = best_passage(
+        content, _weights("dog sleeps"), tokenize=tokenize, count=count_tokens, max_tokens=12
+    )
+    assert passage is not None and "The dog sleeps all day. Two." in passage
+    assert count_tokens(passage.replace("…", "").strip()) <= 12
+
+
+def test_best_passage_is_none_when_the_content_fits_or_cannot_be_cut():
+    assert best_passage("Short.", {}, tokenize=tokenize, count=count_tokens, max_tokens=10) is None
+    one_long_sentence = "word " * 50
+    assert (
+        best_passage(one_long_sentence, {}, tokenize=tokenize, count=count_tokens, max_tokens=10)
+        is None
+    )
+
+
+def test_unmatched_content_previews_its_opening():
+    content = "First thing said. Second thing said. " + "More. " * 30
+    passage = best_passage(
+        content, _weights("zebra"), tokenize=tokenize, count=count_tokens, max_tokens=8
+    )
+    assert passage is not None and passage.startswith("First thing said.")
+
+
+@pytest.mark.parametrize(
+    ("external_id", "citable"),
+    [
+        ("ADR-0012", True),
+        ("INC-431", True),
+        ("D3:12", True),
+        ("docs/adr/7", True),
+        (None, False),
+        ("", False),
+        ("ep_0123456789abcdef", False),
+        ("Fact_1", False),
+        ("two words", False),
+        ("x]y", False),
+        ("x" * 25, False),
+        ("#1", False),
+    ],
+)
+def test_only_short_plain_external_ids_are_citable(external_id, citable):
+    assert citable_external_id(external_id) == (external_id if citable else None)
+    expected = external_id if citable else "ep_1"
+    assert episode_citation("ep_1", "adr", external_id) == f"[ADR:{expected}]"
