@@ -41,7 +41,7 @@ from graph_app.domain.retrieval import (
     RankParams,
     Visibility,
 )
-from graph_app.domain.tokenize import tokenize, tokenize_query
+from graph_app.domain.tokenize import occurrence_terms, tokenize, tokenize_query
 from graph_app.models import Episode, TemporalFact
 from graph_app.selectors import facts_visible_at, graph_revision_current
 from memoryproject.errors import validation_error
@@ -241,7 +241,8 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
     return MemoryDoc(
         key=f"episode:{row['id']}",
         kind="episode",
-        tokens=tuple(tokenize(text)),
+        tokens=tuple(tokenize(text))
+        + tuple(occurrence_terms(occurred.year, occurred.month, occurred.day)),
         entities=tuple(str(e) for e in row["entities_mentioned"] or []),
         stream=stream,
         position=position,

@@ -143,7 +143,7 @@ def pack(
         heading = section_cost.get(item.section, 0) if item.section not in opened else 0
         if (
             preview is not None
-            and full_used + tokens > full_room
+            and (full_used + tokens > full_room or tokens + heading > remaining)
             # no room even for the citation: not worth building the preview
             and count(item.text[: item.keep]) + heading < remaining
         ):
@@ -172,7 +172,11 @@ def pack(
         room = remaining - section_extra - 1
         if room < MIN_TRUNCATED_TOKENS:
             break
-        cut = truncate(item, room, count)
+        short = preview(item) if preview is not None else None
+        if short is not None and count(short.text) <= room:
+            cut: PackItem | None = short  # its best part rather than its opening
+        else:
+            cut = truncate(short or item, room, count)
         if cut is None:
             continue
         tokens = count(cut.text) + 1

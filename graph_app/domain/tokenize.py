@@ -11,6 +11,7 @@ dropped and the rest are stemmed with the Snowball English stemmer, so "payments
 from __future__ import annotations
 
 import re
+from datetime import date
 from functools import lru_cache
 
 import snowballstemmer
@@ -286,7 +287,71 @@ _QUERY_STOP_STEMS = frozenset(stem(w) for w in QUERY_STOP_WORDS)
 
 def tokenize_query(text: str) -> list[str]:
     """Index terms of a query: as ``tokenize``, without question scaffolding words (kept when
-    nothing else is left)."""
+    nothing else is left), plus the ISO terms of the dates it names."""
     tokens = tokenize(text)
-    kept = [t for t in tokens if t not in _QUERY_STOP_STEMS]
-    return kept or tokens
+    kept = [t for t in tokens if t not in _QUERY_STOP_STEMS] or tokens
+    return kept + [t for t in date_terms(text) if t not in kept]
+
+
+# --- dates ------------------------------------------------------------------------------------
+# A question may name a day ("on 9 November, 2022", "October 13, 2023", "2026-04-20") or a month
+# ("in December 2023"). Items are indexed with the ISO day and month they occurred on
+# ("2022-11-09", "2022-11"), and such query dates become the same terms, so "what happened on
+# 13 October 2023" finds what occurred that day whatever words the item uses.
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_DATE_RES = [
+    re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+]
+
+
+def date_terms(text: str) -> list[str]:
+    """ISO day and month terms (``2022-11-09``, ``2022-11``) for the dates named in ``text``."""
+    found: list[str] = []
+    for pattern in _DATE_RES:
+        for match in pattern.finditer(text):
+            parts = match.groupdict()
+            month_text = parts["month"].lower()
+            month = int(month_text) if month_text.isdigit() else _MONTHS[month_text]
+            year = int(parts["year"])
+            if not 1 <= month <= 12:
+                continue
+            terms = [f"{year:04d}-{month:02d}"]
+            if parts.get("day"):
+                try:
+                    day = date(year, month, int(parts["day"]))
+                except ValueError:
+                    continue
+                terms.insert(0, day.isoformat())
+            found.extend(t for t in terms if t not in found)
+    return found
+
+
+def occurrence_terms(year: int, month: int, day: int) -> list[str]:
+    """The terms an item occurring on that day is indexed with."""
+    return [f"{year:04d}-{month:02d}-{day:02d}", f"{year:04d}-{month:02d}"]

@@ -362,3 +362,27 @@ def test_lower_ranked_long_episodes_come_as_cited_previews(default_project):
         assert "timed out calling payment_gateway" in line  # the best-matching sentence
         assert "…" in line
         assert item["id"] in ids
+
+
+def test_a_date_in_the_query_finds_what_occurred_that_day(default_project):
+    days = ["2023-10-12", "2023-10-13", "2023-11-13", "2024-10-13"]
+    ids = {
+        day: episode_record(
+            project=default_project,
+            title="Melanie",
+            category="session_note",
+            content=f"I showed a new painting to my friends (entry {i}).",
+            occurred_at=f"{day}T15:00:00Z",
+        )["id"]
+        for i, day in enumerate(days)
+    }
+    for query in (
+        "What painting did Melanie show on October 13, 2023?",
+        "What painting did Melanie show on 13 October 2023?",
+        "painting shown 2023-10-13",
+    ):
+        result = context_compile(project=default_project, query=query)
+        best = max(result["items"], key=lambda i: i["score"])
+        assert best["id"] == ids["2023-10-13"], query
+    month = context_compile(project=default_project, query="paintings shown in November 2023")
+    assert max(month["items"], key=lambda i: i["score"])["id"] == ids["2023-11-13"]

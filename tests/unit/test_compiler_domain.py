@@ -15,7 +15,7 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.packing import PackItem, pack
 from graph_app.domain.render import best_passage, citable_external_id, episode_citation
 from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
-from graph_app.domain.tokenize import identifiers, tokenize, tokenize_query
+from graph_app.domain.tokenize import date_terms, identifiers, tokenize, tokenize_query
 from memoryproject.tokens import count_tokens
 
 DOMAIN = pathlib.Path(__file__).resolve().parents[2] / "graph_app" / "domain"
@@ -376,3 +376,29 @@ def test_only_short_plain_external_ids_are_citable(external_id, citable):
     assert citable_external_id(external_id) == (external_id if citable else None)
     expected = external_id if citable else "ep_1"
     assert episode_citation("ep_1", "adr", external_id) == f"[ADR:{expected}]"
+
+
+# --- dates ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("What did Nate make on 9 November, 2022?", ["2022-11-09", "2022-11"]),
+        ("the painting shown on October 13, 2023", ["2023-10-13", "2023-10"]),
+        ("on the 3rd of June 2023", ["2023-06-03", "2023-06"]),
+        ("deployed 2026-04-20 at noon", ["2026-04-20", "2026-04"]),
+        ("a workout class in December 2023", ["2023-12"]),
+        ("Sept. 2024 release", ["2024-09"]),
+        ("in May", []),
+        ("on 31 February, 2023", ["2023-02"]),  # no such day; the month stands
+        ("room 2023-13-01", []),
+    ],
+)
+def test_dates_named_in_text_become_iso_terms(text, terms):
+    assert date_terms(text) == terms
+
+
+def test_query_dates_join_the_query_terms_once():
+    assert tokenize_query("What happened on 9 November, 2022?")[-2:] == ["2022-11-09", "2022-11"]
+    assert tokenize_query("deploy 2026-04-20").count("2026-04-20") == 1
