@@ -63,8 +63,8 @@ PACK_CANDIDATES_MAX = 400
 RANK_PARAMS = RankParams()
 # Full lines may fill this share of the budget; the items after them come as previews: the
 # episode's best-matching sentences in at most PREVIEW_TOKENS tokens, still cited.
-FULL_SHARE = 0.5
-PREVIEW_TOKENS = 24
+FULL_SHARE = 0.35
+PREVIEW_TOKENS = 20
 
 
 # --- documents --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache
 
 EPISODE_TAGS = {
     "adr": "ADR",
@@ -138,8 +139,11 @@ def episode_text(
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?…])\s+")
 
 
-def sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END_RE.split(one_line(text)) if s]
+@lru_cache(maxsize=50_000)
+def sentences(text: str) -> tuple[str, ...]:
+    """The sentences of ``text``, whitespace collapsed (cached: an item's content is previewed
+    again for every query it matches)."""
+    return tuple(s for s in _SENTENCE_END_RE.split(one_line(text)) if s)
 
 
 def best_passage(
@@ -156,11 +160,8 @@ def best_passage(
     A sentence scores the summed ``weights`` of the distinct query terms it holds (the earliest
     wins a tie, so an unmatched item previews its opening); the passage then grows with the
     following, then the preceding sentences while it fits."""
-    text = one_line(content)
-    if count(text) <= max_tokens:
-        return None
-    parts = sentences(text)
-    if not parts:
+    parts = sentences(content)
+    if not parts or count(" ".join(parts)) <= max_tokens:
         return None
     scores = [sum(weights.get(t, 0.0) for t in set(tokenize(s))) for s in parts]
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))

@@ -98,7 +98,7 @@ class RankParams:
     activated_max: int = 24
     stream_window: int = 2
     stream_weight: float = 0.5
-    stream_sources: int = 20
+    stream_sources: int = 40
     coordination: float = 0.75
     stream_backward: float = 0.7
 
