@@ -64,7 +64,7 @@ RANK_PARAMS = RankParams()
 # Full lines may fill this share of the budget; the items after them come as previews: the
 # episode's best-matching sentences in at most PREVIEW_TOKENS tokens, still cited.
 FULL_SHARE = 0.35
-PREVIEW_TOKENS = 20
+PREVIEW_TOKENS = 16
 
 
 # --- documents --------------------------------------------------------------------------------

@@ -168,7 +168,15 @@ def best_passage(
     first = last = best
     used = count(parts[best])
     if used > max_tokens:
-        return None
+        window = _best_window(
+            parts[best], weights, tokenize=tokenize, count=count, budget=max_tokens
+        )
+        if window is None:
+            return None
+        start, end, words = window
+        lead = ELLIPSIS + " " if best > 0 or start > 0 else ""
+        tail = " " + ELLIPSIS if best < len(parts) - 1 or end < words else ""
+        return lead + " ".join(parts[best].split(" ")[start:end]) + tail
     for step in (1, -1):
         while True:
             nxt = last + 1 if step == 1 else first - 1
@@ -185,3 +193,35 @@ def best_passage(
     if last < len(parts) - 1:
         passage += " " + ELLIPSIS
     return passage
+
+
+# Words kept before the first matching word of a window, so the match reads in context.
+_WINDOW_LEAD = 3
+
+
+def _best_window(
+    sentence: str,
+    weights: Mapping[str, float],
+    *,
+    tokenize: Callable[[str], Sequence[str]],
+    count: Callable[[str], int],
+    budget: int,
+) -> tuple[int, int, int] | None:
+    """(start, end, number of words) of the longest run of words of a too-long ``sentence``
+    that fits ``budget`` tokens, starting just before its most heavily weighted word."""
+    words = sentence.split(" ")
+    heaviest = max(
+        range(len(words)),
+        key=lambda i: (sum(weights.get(t, 0.0) for t in set(tokenize(words[i]))), -i),
+    )
+    start = max(0, heaviest - _WINDOW_LEAD)
+    low, high = 0, len(words) - start
+    while low < high:  # the most words from ``start`` that fit
+        mid = (low + high + 1) // 2
+        if count(" ".join(words[start : start + mid])) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    if low == 0:
+        return None
+    return start, start + low, len(words)

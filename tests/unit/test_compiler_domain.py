@@ -338,13 +338,23 @@ def test_best_passage_grows_with_neighbouring_sentences_while_it_fits():
     assert count_tokens(passage.replace("…", "").strip()) <= 12
 
 
-def test_best_passage_is_none_when_the_content_fits_or_cannot_be_cut():
+def test_best_passage_is_none_when_the_content_already_fits():
     assert best_passage("Short.", {}, tokenize=tokenize, count=count_tokens, max_tokens=10) is None
-    one_long_sentence = "word " * 50
-    assert (
-        best_passage(one_long_sentence, {}, tokenize=tokenize, count=count_tokens, max_tokens=10)
-        is None
+
+
+def test_a_long_sentence_is_cut_to_a_window_around_its_best_word():
+    content = (
+        "Hi there. Last summer, after a very long and tiring week at the office downtown, "
+        "we finally adopted a lovely puppy from the shelter near the old train station, "
+        "and she has been sleeping on the sofa ever since then."
     )
+    passage = best_passage(
+        content, _weights("puppy shelter"), tokenize=tokenize, count=count_tokens, max_tokens=12
+    )
+    assert passage is not None
+    assert passage.startswith("… ") and passage.endswith(" …")
+    assert "puppy from the shelter" in passage
+    assert count_tokens(passage[2:-2]) <= 12
 
 
 def test_unmatched_content_previews_its_opening():
