@@ -174,13 +174,13 @@ def pack(
             break
         short = preview(item) if preview is not None else None
         if short is not None and count(short.text) <= room:
-            cut: PackItem | None = short  # its best part rather than its opening
+            filler: PackItem | None = short  # its best part rather than its opening
         else:
-            cut = truncate(short or item, room, count)
-        if cut is None:
+            filler = truncate(short or item, room, count)
+        if filler is None:
             continue
-        tokens = count(cut.text) + 1
-        chosen.append((cut, tokens, True))
+        tokens = count(filler.text) + 1
+        chosen.append((filler, tokens, True))
         remaining -= tokens + section_extra
         if item.section:
             opened.add(item.section)
