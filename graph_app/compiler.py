@@ -5,7 +5,8 @@ code-aware tokens, pseudo-relevance feedback, two-hop spreading activation, stre
 see ``graph_app/domain/retrieval.py``), keeps only what the request may see (active facts by
 default; history with ``include_superseded``; the bi-temporal view with ``as_of``/``known_at``)
 and packs the best cited lines under the budget, counted with the product's cl100k counter over
-the final markdown.
+the final markdown: full lines first, then previews (each episode's best-matching sentences) so
+that more sources fit.
 
 The tokenized index is kept per project in process memory, keyed by the project's graph
 revision. A compile reads the revision (one small query); when it moved, only the facts and

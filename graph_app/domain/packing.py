@@ -2,8 +2,10 @@
 
 Items are chosen greedily by utility density (utility per token), so several short, relevant
 lines beat one long, slightly more relevant one. An item longer than a share of the budget is
-truncated first (its citation is always kept), and leftover room at the end is filled with a
-truncated copy of the best item that did not fit. Token counts are estimates per line until
+truncated first (its citation is always kept). Past a share of the budget, items may be shown
+as previews (a shorter line with the same citation, built by the caller), so more sources fit.
+Leftover room at the end is filled with a cut-down copy of the best item that did not fit.
+Token counts are estimates per line until
 the end: the final markdown (title, section headings, lines) is counted as a whole and items
 are dropped, least dense first, until it fits, so the bundle never exceeds ``max_tokens``
 whatever the tokenizer does at line boundaries. The counter is passed in (the product's

@@ -1,8 +1,10 @@
 """How memory items read in a compiled bundle, and what text of them is indexed.
 
 Every line starts with its citation (``[FACT:id]``, ``[ADR:id]``, ...) so an agent can quote the
-source of anything it uses. Lines are compact (one line per item, whitespace collapsed, dates
-as YYYY-MM-DD) so more items fit a budget. Pure Python: no Django import.
+source of anything it uses; an episode with a short, unambiguous external id is cited by it
+(``[ADR:ADR-0012]``). Lines are compact (one line per item, whitespace collapsed, dates as
+YYYY-MM-DD) so more items fit a budget, and a line can be shown as a preview: the sentences of
+the item that best match the query. Pure Python: no Django import.
 """
 
 from __future__ import annotations

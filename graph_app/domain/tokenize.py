@@ -5,7 +5,8 @@ Engineering memory mixes prose with identifiers (``order_repository``, ``Payment
 only one of its words, so an identifier yields its whole lower-cased form (unstemmed, for exact
 matches) plus each of its parts treated as prose. Prose words are lower-cased, stop words are
 dropped and the rest are stemmed with the Snowball English stemmer, so "payments" meets
-"payment". Pure Python: no Django import.
+"payment". Dates named in a query become ISO day and month terms, the terms items are indexed
+with for the day they occurred. Pure Python: no Django import.
 """
 
 from __future__ import annotations
