@@ -424,8 +424,6 @@ def context_compile(
         weights = {term: index.bm25.smooth_idf(term) for term in set(tokenize_query(text))}
 
     def preview(candidate: PackItem) -> PackItem | None:
-        if not candidate.key.startswith("episode:"):
-            return None
         head, body = candidate.text[: candidate.keep], candidate.text[candidate.keep :]
         passage = best_passage(
             body, weights, tokenize=_terms, count=_count, max_tokens=PREVIEW_TOKENS
@@ -449,6 +447,7 @@ def context_compile(
                 keep=item.keep,
                 truncatable=True,
                 order=item.order,
+                previewable=item.kind == "episode",
             )
         )
         total += _count(item.line)

@@ -37,6 +37,8 @@ class PackItem:
     keep: int = 0
     truncatable: bool = False
     order: tuple = field(default=())
+    # whether the packer may ask for a preview of it (costly: only for items that have one)
+    previewable: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,7 @@ def pack(
         heading = section_cost.get(item.section, 0) if item.section not in opened else 0
         if (
             preview is not None
+            and item.previewable
             and (full_used + tokens > full_room or tokens + heading > remaining)
             # no room even for the citation: not worth building the preview
             and count(item.text[: item.keep]) + heading < remaining
@@ -174,7 +177,7 @@ def pack(
         room = remaining - section_extra - 1
         if room < MIN_TRUNCATED_TOKENS:
             break
-        short = preview(item) if preview is not None else None
+        short = preview(item) if preview is not None and item.previewable else None
         if short is not None and count(short.text) <= room:
             filler: PackItem | None = short  # its best part rather than its opening
         else:

@@ -217,13 +217,14 @@ def _best_window(
         key=lambda i: (sum(weights.get(t, 0.0) for t in set(tokenize(words[i]))), -i),
     )
     start = max(0, heaviest - _WINDOW_LEAD)
-    low, high = 0, len(words) - start
-    while low < high:  # the most words from ``start`` that fit
-        mid = (low + high + 1) // 2
-        if count(" ".join(words[start : start + mid])) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    if low == 0:
+    # cl100k splits text before a space, so words joined by single spaces cost the sum of their
+    # own counts, each with its leading space: counted per word, these are mostly cache hits.
+    used, end = count(words[start]), start + 1
+    if used > budget:
         return None
-    return start, start + low, len(words)
+    while end < len(words):
+        cost = count(" " + words[end])
+        if used + cost > budget:
+            break
+        used, end = used + cost, end + 1
+    return start, end, len(words)

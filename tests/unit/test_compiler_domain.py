@@ -275,6 +275,7 @@ def test_packing_never_exceeds_the_budget(items, budget, use_preview):
             truncatable=cut,
             section=section,
             keep=min(5, len(text)),
+            previewable=cut,
         )
         for i, (text, utility, cut, section) in enumerate(items)
     ]
@@ -295,7 +296,12 @@ def test_packing_never_exceeds_the_budget(items, budget, use_preview):
 
 def test_packing_shows_items_past_the_full_share_as_previews():
     items = [
-        PackItem(key=f"k{i}", text=f"[NOTE:{i}] " + "long words here " * 20, utility=1.0 - i / 100)
+        PackItem(
+            key=f"k{i}",
+            text=f"[NOTE:{i}] " + "long words here " * 20,
+            utility=1.0 - i / 100,
+            previewable=True,
+        )
         for i in range(10)
     ]
 
