@@ -35,6 +35,7 @@ typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy .
 
 bench: $(VENV)/.installed
+	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py memory_benchmark --scale cortex
 	DEBUG=1 $(PY) manage.py plan_benchmark
 

@@ -41,6 +41,9 @@ _ITEMS = inline_serializer(
     fields={
         "kind": serializers.ChoiceField(choices=["fact", "episode"]),
         "id": serializers.CharField(),
+        "external_id": serializers.CharField(
+            allow_null=True, help_text="The episode's own id when it has one (cited by it)"
+        ),
         "score": serializers.FloatField(),
         "tokens": serializers.IntegerField(),
         "citation": serializers.CharField(),
