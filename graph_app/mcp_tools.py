@@ -108,10 +108,11 @@ class RetractResult(_Open):
 class CompiledItem(_Open):
     kind: str = Field(description="fact, or the episode's category (adr, bug_root_cause, ...).")
     id: str
+    external_id: str | None = Field(None, description="The episode's own id, when it has one.")
     score: float
     tokens: int
     citation: str
-    truncated: bool = False
+    truncated: bool = Field(False, description="Shown as a preview, cut to fit the budget.")
 
 
 class CompileResult(_Open):
