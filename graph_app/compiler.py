@@ -34,6 +34,7 @@ from graph_app.domain.render import (
     fact_citation,
     fact_line,
     fact_text,
+    sentences,
 )
 from graph_app.domain.retrieval import (
     INF,
@@ -86,6 +87,8 @@ class _Item:
     fact_fields: tuple = ()
     # episodes only: the user's own id, which the citation uses when it is citable
     external_id: str | None = None
+    # tokens of ``line``, counted once when the document is indexed
+    line_tokens: int = -1
 
 
 def _ts(value: datetime | None, default: float = INF) -> float:
@@ -182,6 +185,7 @@ def _fact_doc(row: dict[str, Any]) -> MemoryDoc:
         section=FACTS_SECTION,
         order=(0.0, 0),
         fact_fields=tuple(fields.items()),
+        line_tokens=count_tokens(line),
     )
     return MemoryDoc(
         key=f"fact:{row['id']}",
@@ -238,7 +242,9 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
         section=f"Episodes {day(occurred)}",
         order=(occurred.timestamp(), position if position is not None else 0),
         external_id=row["external_id"],
+        line_tokens=count_tokens(line),
     )
+    _warm_preview(line[keep:])
     return MemoryDoc(
         key=f"episode:{row['id']}",
         kind="episode",
@@ -357,6 +363,17 @@ def _terms(sentence: str) -> tuple[str, ...]:
     return tuple(tokenize(sentence))
 
 
+def _warm_preview(body: str) -> None:
+    """Splits and counts an episode's sentences when it is indexed, so that building its
+    preview at compile time finds everything cached instead of paying for it per first query."""
+    parts = sentences(body)
+    _count(" ".join(parts))
+    for part in parts:
+        _terms(part)
+        _count(part)
+        _count(" " + part)
+
+
 def _line_as_known(item: _Item, view: dict[str, Any] | None) -> _Item:
     """A fact's line as it read at an earlier transaction time (closure not yet known)."""
     if item.kind != "fact" or view is None:
@@ -366,7 +383,7 @@ def _line_as_known(item: _Item, view: dict[str, Any] | None) -> _Item:
         fields.update(valid_until=None, status="active")
     fields["sha256"] = view.get("sha256") or fields["sha256"]
     line, keep = fact_line(**fields)
-    return replace(item, line=line, keep=keep)
+    return replace(item, line=line, keep=keep, line_tokens=-1)
 
 
 def context_compile(
@@ -431,6 +448,7 @@ def context_compile(
         return None if passage is None else replace(candidate, text=head + passage)
 
     candidates: list[PackItem] = []
+    line_counts: list[int] = []
     utilities = dict(ranking.ranked)
     total = 0
     for key, utility in ranking.ranked:
@@ -450,13 +468,21 @@ def context_compile(
                 previewable=item.kind == "episode",
             )
         )
-        total += _count(item.line)
+        line_counts.append(item.line_tokens)
+        total += item.line_tokens if item.line_tokens >= 0 else _count(item.line)
         if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
             break
+    # Lines were counted when indexed; everything else (framing, previews) is counted here.
+    known = {c.text: t for c, t in zip(candidates, line_counts, strict=True) if t >= 0}
+
+    def count(text: str) -> int:
+        tokens = known.get(text)
+        return tokens if tokens is not None else _count(text)
+
     packed = pack(
         candidates,
         max_tokens=budget,
-        count=_count,
+        count=count,
         title=TITLE,
         sections=[FACTS_SECTION],
         preview=preview,
