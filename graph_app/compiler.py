@@ -473,10 +473,10 @@ def context_compile(
         if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
             break
     # Lines were counted when indexed; everything else (framing, previews) is counted here.
-    known = {c.text: t for c, t in zip(candidates, line_counts, strict=True) if t >= 0}
+    counted = {c.text: t for c, t in zip(candidates, line_counts, strict=True) if t >= 0}
 
     def count(text: str) -> int:
-        tokens = known.get(text)
+        tokens = counted.get(text)
         return tokens if tokens is not None else _count(text)
 
     packed = pack(

@@ -1,13 +1,13 @@
 """URL map. Each app contributes its /v1 routes from its api/urls.py."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from memoryproject import views
 
-v1 = [
+v1: list[URLPattern | URLResolver] = [
     path("projects", views.ProjectListView.as_view(), name="project-list"),
     path("", include("sessions_app.api.urls")),
     path("", include("graph_app.api.urls")),
