@@ -5,7 +5,7 @@ structured content of each tool is exactly the REST response body for the same i
 """
 
 import json
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp_types import CallToolResult, ToolAnnotations
@@ -37,7 +37,6 @@ EPISODE_PREVIEW_CHARS = 2000
 BRIEFING_TOKENS = 1500
 
 Category = Literal["adr", "bug_root_cause", "invariant", "session_note", "migration", "incident"]
-CATEGORIES = get_args(Category)
 
 WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -630,33 +629,7 @@ def register(server: MemoryServer) -> None:
     )
     def graph_summary() -> str:
         def summarize() -> dict[str, Any]:
-            target = server.project_for(None, "read")
-            integrity = selectors.integrity_verify(project=target)
-            facts = selectors.facts_query(project=target)
-            episodes = selectors.episodes_query(project=target)
-            return {
-                "project": target.slug,
-                "revision": selectors.graph_revision_current(project=target),
-                "entities": selectors.entities_query(project=target).count(),
-                "facts": {
-                    "total": integrity["facts"],
-                    "active": facts.filter(valid_until__isnull=True).count(),
-                    "superseded": facts.filter(superseded_by__isnull=False).count(),
-                    "retracted": facts.filter(
-                        valid_until__isnull=False, superseded_by__isnull=True
-                    ).count(),
-                },
-                "episodes": {
-                    "total": integrity["episodes"],
-                    "by_category": {
-                        category: episodes.filter(category=category).count()
-                        for category in CATEGORIES
-                    },
-                },
-                "merkle_root": integrity["merkle_root"],
-                "verified": integrity["verified"],
-                "mismatched_ids": integrity["mismatched_ids"],
-            }
+            return selectors.graph_summary(project=server.project_for(None, "read"))
 
         return _json(resource_read("memory://graph/summary", summarize))
 

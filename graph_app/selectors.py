@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from graph_app.domain.egograph import Edge, ego_graph
 from graph_app.domain.hashing import canonical_json, merkle_root, sha256_hex
@@ -21,7 +21,7 @@ from graph_app.domain.records import (
     fact_as_known_at,
     fact_canonical,
 )
-from graph_app.models import Entity, Episode, GraphRevision, TemporalFact
+from graph_app.models import Entity, Episode, EpisodeCategory, GraphRevision, TemporalFact
 from memoryproject.errors import NotFoundError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, parse_aware_datetime, utcnow
@@ -513,4 +513,36 @@ def integrity_verify(*, project: Project) -> dict[str, Any]:
         "mismatched_ids": [m["id"] for m in mismatches],
         "mismatches": mismatches,
         "checked_at": iso(utcnow()),
+    }
+
+
+# --- summary ----------------------------------------------------------------------------------
+
+
+def graph_summary(*, project: Project) -> dict[str, Any]:
+    """Counts of the project's graph (facts by status, episodes by category), its revision and
+    the integrity result with the Merkle root over every record."""
+    integrity = integrity_verify(project=project)
+    facts = TemporalFact.objects.filter(project=project).aggregate(
+        active=Count("id", filter=Q(valid_until__isnull=True)),
+        superseded=Count("id", filter=Q(superseded_by__isnull=False)),
+        retracted=Count("id", filter=Q(valid_until__isnull=False, superseded_by__isnull=True)),
+    )
+    by_category = dict.fromkeys(EpisodeCategory.values, 0)
+    for row in (
+        Episode.objects.filter(project=project)
+        .values("category")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        by_category[row["category"]] = row["n"]
+    return {
+        "project": project.slug,
+        "revision": graph_revision_current(project=project),
+        "entities": Entity.objects.filter(project=project).count(),
+        "facts": {"total": integrity["facts"], **facts},
+        "episodes": {"total": integrity["episodes"], "by_category": by_category},
+        "merkle_root": integrity["merkle_root"],
+        "verified": integrity["verified"],
+        "mismatched_ids": integrity["mismatched_ids"],
     }

@@ -73,12 +73,16 @@ class ProjectScopedMixin:
     request: Request
 
     def resolve_project(self, access: Access, data: Any = None) -> Project:
-        if access == "write":
+        """The call's project. Writes name it in the body; reads in the ``project`` query
+        parameter. A POST that only reads (plan, compile) passes its body as ``data``: its
+        ``project`` field is used, else the query parameter."""
+        slug: Any = None
+        if access == "write" or data is not None:
             source = data if data is not None else self.request.data
-            if source is not None and not isinstance(source, dict):
+            if not isinstance(source, dict):
                 raise ApplicationError("body: must be a JSON object", field="body")
-            slug = source.get("project") if isinstance(source, dict) else None
-        else:
+            slug = source.get("project")
+        if access == "read" and not slug:
             slug = self.request.query_params.get("project")
         return project_resolve(slug=slug or None, api_key=api_key_of(self.request), access=access)
 

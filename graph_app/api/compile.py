@@ -15,10 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from graph_app.compiler import context_compile
-from memoryproject.auth import api_key_of
 from memoryproject.drf import ProjectScopedMixin
 from memoryproject.errors import ApplicationError
-from memoryproject.projects import project_resolve
 
 _REQUEST = inline_serializer(
     "ContextCompileRequest",
@@ -79,8 +77,7 @@ class ContextCompileView(APIView, ProjectScopedMixin):
         body: Any = request.data
         if not isinstance(body, dict):
             raise ApplicationError("body: must be a JSON object", field="body")
-        slug = body.get("project") or request.query_params.get("project")
-        project = project_resolve(slug=slug or None, api_key=api_key_of(request), access="read")
+        project = self.resolve_project("read", body)
         return Response(
             context_compile(
                 project=project,

@@ -14,7 +14,6 @@ from rest_framework.views import APIView
 from memoryproject.auth import api_key_of
 from memoryproject.drf import ProjectScopedMixin
 from memoryproject.errors import ApplicationError
-from memoryproject.projects import project_resolve
 from sessions_app import selectors, services
 from sessions_app.api import serializers as s
 from sessions_app.api.filters import TraceFilter
@@ -87,7 +86,7 @@ class TraceDetailView(APIView, ProjectScopedMixin):
         return Response(selectors.trace_as_dict(trace))
 
 
-class PlanView(APIView):
+class PlanView(APIView, ProjectScopedMixin):
     """Context injection from recent traces. Only reads memory (plus its receipt), so a
     read-scoped key may call it."""
 
@@ -102,9 +101,8 @@ class PlanView(APIView):
                 f"{unknown[0]}: unknown field (allowed: {', '.join(PLAN_FIELDS)})",
                 field=unknown[0],
             )
-        project = project_resolve(
-            slug=body.pop("project", None) or None, api_key=api_key_of(request), access="read"
-        )
+        project = self.resolve_project("read", body)
+        body.pop("project", None)
         return Response(
             services.plan_context(project=project, channel="rest", client=_client(request), **body)
         )

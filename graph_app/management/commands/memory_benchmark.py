@@ -31,7 +31,14 @@ from django.db import transaction
 from graph_app.compiler import compiler_cache_forget, context_compile
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
 from graph_app.management.commands._progress import progress
-from graph_app.models import Entity, Episode, EpisodeFile, GraphRevision, TemporalFact
+from graph_app.models import (
+    Entity,
+    Episode,
+    EpisodeCategory,
+    EpisodeFile,
+    GraphRevision,
+    TemporalFact,
+)
 from graph_app.selectors import entity_query, integrity_verify
 from graph_app.services import episode_record, fact_upsert
 from memoryproject.models import Project
@@ -95,7 +102,7 @@ SINGULAR = {
     "log_level": ["INFO", "WARNING", "DEBUG"],
 }
 EDGES = ["depends_on", "calls", "publishes_to", "reads_from"]
-CATEGORIES = ["adr", "bug_root_cause", "invariant", "session_note", "migration", "incident"]
+CATEGORIES = list(EpisodeCategory.values)
 EPISODE_TEMPLATES = {
     "adr": (
         "ADR: {a} switches {p} to {v}",
