@@ -6,17 +6,26 @@ to the rules it broke.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Literal, cast
 
-from rest_framework import exceptions, status
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from memoryproject.auth import api_key_of
+from memoryproject.contracts import Caller, Input, Output
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
+from memoryproject.operations import Operation
 from memoryproject.projects import Access, project_resolve
+
+PROJECT_PARAM = OpenApiParameter(
+    "project", str, description="Project slug (default: the key's single project or 'default')"
+)
 
 
 def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -67,6 +76,27 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
+def request_body(request: Request) -> dict[str, Any]:
+    """The JSON object a POST carries, or a 400 naming the body."""
+    try:
+        data = request.data
+    except exceptions.UnsupportedMediaType as exc:
+        raise ApplicationError(
+            "body: must be JSON sent with 'Content-Type: application/json', "
+            f"got '{request.content_type}'",
+            field="body",
+        ) from exc
+    if not isinstance(data, dict):
+        raise ApplicationError("body: must be a JSON object", field="body")
+    return dict(data)
+
+
+def caller_of(request: Request) -> Caller:
+    """The REST caller as receipts record it: channel ``rest`` and the API key's label."""
+    api_key = api_key_of(request)
+    return Caller(channel="rest", client=api_key.label if api_key is not None else "")
+
+
 class ProjectScopedMixin:
     """Resolves the project of a request by the one convention (see memoryproject.projects)."""
 
@@ -92,3 +122,125 @@ class ProjectScopedMixin:
         if api_key is None:
             return None
         return [p.pk for p in api_key.projects.all()]
+
+
+_OPENAPI_TYPES = {
+    "integer": OpenApiTypes.INT,
+    "number": OpenApiTypes.FLOAT,
+    "boolean": OpenApiTypes.BOOL,
+}
+
+
+def query_parameters(model: type[Input]) -> list[OpenApiParameter]:
+    """The OpenAPI query parameters of a GET operation, read off its input model."""
+    params = []
+    schema = model.model_json_schema()
+    for name, prop in schema.get("properties", {}).items():
+        options = prop.get("anyOf", [prop])
+        kind = next((o for o in options if o.get("type") != "null"), prop)
+        if kind.get("format") == "date-time":
+            openapi_type = OpenApiTypes.DATETIME
+        else:
+            openapi_type = _OPENAPI_TYPES.get(kind.get("type", ""), OpenApiTypes.STR)
+        params.append(
+            OpenApiParameter(
+                name,
+                openapi_type,
+                description=prop.get("description", ""),
+                required=name in schema.get("required", []),
+                enum=kind.get("enum"),
+                default=prop.get("default"),
+            )
+        )
+    return params
+
+
+class OperationSchema(AutoSchema):
+    """OpenAPI of an OperationView, read off its operation's input and output models."""
+
+    @property
+    def _operation_view(self) -> OperationView:
+        return cast(OperationView, self.view)
+
+    def _lists(self) -> bool:
+        return self.method == "GET" and self._operation_view.method != "get"
+
+    def get_override_parameters(self) -> list[Any]:
+        params: list[Any] = [*super().get_override_parameters(), PROJECT_PARAM]
+        if self.method == "GET" and self._operation_view.method == "get":
+            params += query_parameters(self._operation_view.operation.input)
+        return params
+
+    def get_operation_id(self) -> str:
+        operation_id = super().get_operation_id()
+        return operation_id.replace("_retrieve", "_list") if self._lists() else operation_id
+
+    def get_filter_backends(self) -> list[Any]:
+        return list(self._operation_view.filter_backends) if self._lists() else []
+
+    def _get_pagination_parameters(self) -> list[Any]:
+        paginator = self._get_paginator() if self._lists() else None
+        return paginator.get_schema_operation_parameters(self.view) if paginator else []
+
+    def get_request_serializer(self) -> Any:
+        return self._operation_view.operation.input if self.method == "POST" else None
+
+    def get_response_serializers(self) -> Any:
+        if self._lists():
+            return self._operation_view.list_output
+        operation = self._operation_view.operation
+        if operation.created is not None:
+            return {201: operation.output, 200: operation.output}
+        return operation.output
+
+
+class OperationView(generics.GenericAPIView, ProjectScopedMixin):
+    """The REST door of one operation: resolves the project by the one convention, parses the
+    body (POST) or the query string (GET) with the operation's input model and answers its
+    output as JSON. ``access`` of a read-only POST (plan, compile) is "read".
+
+    A POST view may also list its collection on GET: it sets ``list_output`` (the page model),
+    ``get_queryset``, ``list_row`` (a row's output, from a selector) and its FilterSet."""
+
+    operation: ClassVar[Operation[Any, Any]]
+    method: ClassVar[Literal["get", "post"]] = "post"
+    list_output: ClassVar[type[Output] | None] = None
+    required_scope: ClassVar[str | None] = None
+    schema = OperationSchema()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.http_method_names = [cls.method, "options"]
+        if cls.list_output is not None:
+            cls.http_method_names.append("get")
+        if cls.__dict__.get("operation") is not None and cls.operation.access == "read":
+            cls.required_scope = "read"  # a POST that only reads (plan, compile)
+
+    def project_for(self, data: dict[str, Any] | None) -> Project:
+        """The call's project (a view may override it, e.g. to find it from the item)."""
+        return self.resolve_project(self.operation.access, data)
+
+    def _answer(self, data: dict[str, Any] | None) -> Response:
+        operation = self.operation
+        project = self.project_for(data)
+        if data is None:
+            query = {k: v for k, v in self.request.query_params.items() if k != "project"}
+            params = operation.parse({**query, **self.kwargs}, strict=False)
+        else:
+            body = {k: v for k, v in data.items() if k != "project"}
+            params = operation.parse({**body, **self.kwargs})
+        result = operation(project=project, params=params, caller=caller_of(self.request))
+        created = operation.created is not None and operation.created(result)
+        return Response(result.as_json(), status=201 if created else 200)
+
+    def list_row(self, row: Any) -> Output:
+        raise NotImplementedError
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        if self.method == "get":
+            return self._answer(None)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response([self.list_row(row).as_json() for row in page or []])
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self._answer(request_body(request))

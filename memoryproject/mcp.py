@@ -1,7 +1,10 @@
 """The MCP server: agents reach the same services as REST through the Model Context Protocol.
 
-`build_server()` creates one MCPServer and lets each app add its tools, resources and prompts
-through `<app>.mcp_tools.register(server)`. Everything here is glue every adapter shares: the
+`build_server()` creates one MCPServer and lets each installed app that has an ``mcp_tools``
+module add its tools, resources and prompts through `register(server)` (found at run time, so
+this module imports no app). A tool is declared with `add_tool` from the same `Operation` as
+its REST twin: the operation's input model is the tool's argument schema and its output model
+the structured content. Everything here is glue every adapter shares: the
 call guard (database connections closed around each call, domain errors turned into tool
 errors the agent can read, crashes logged to stderr), the project of a call (the server's
 `--project` unless the call names one) and the name the client gave in `initialize`, which
@@ -10,23 +13,28 @@ injection records carry. Tools never hold logic of their own.
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal, TypeVar
 
+from django.apps import apps
 from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
-from pydantic import Field
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, WithJsonSchema
 
 from memoryproject import __version__
+from memoryproject.contracts import Caller, Output
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
+from memoryproject.operations import Operation
 from memoryproject.projects import project_resolve
 
 logger = logging.getLogger("memoryproject.mcp")
@@ -54,6 +62,20 @@ Every call acts on the server's default project unless you pass `project`."""
 _client_name: ContextVar[str] = ContextVar("memoryproject_mcp_client", default=UNKNOWN_CLIENT)
 
 T = TypeVar("T")
+O = TypeVar("O", bound=Output)  # noqa: E741
+
+# What a tool does to the world, as clients show it. Plans and loads write a receipt, so even
+# they are not read-only.
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+IDEMPOTENT_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 
 ProjectArg = Annotated[
     str | None,
@@ -76,11 +98,13 @@ def timestamp_field(meaning: str) -> Any:
 
 
 class MemoryServer(MCPServer):
-    """An MCPServer that knows the default project of the calls it serves."""
+    """An MCPServer that knows the default project of the calls it serves and the operation
+    behind each of its tools."""
 
     def __init__(self, *, default_project: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.default_project = default_project
+        self.operations: dict[str, Operation[Any, Any]] = {}
 
     def project_for(self, slug: str | None, access: Literal["read", "write"]) -> Project:
         """The project a call acts on: the one it names, else the server's default.
@@ -123,11 +147,11 @@ def _db_call() -> Iterator[None]:
 
 def tool_call(
     name: str,
-    call: Callable[[], dict[str, Any]],
+    call: Callable[[], O],
     *,
-    render: Callable[[dict[str, Any]], str],
+    render: Callable[[O], str],
 ) -> CallToolResult:
-    """Run one tool body: structured content is the service's dict, text is `render(dict)`.
+    """Run one tool body: structured content is the answer's JSON, text is `render(answer)`.
 
     A domain error becomes a tool error carrying its message (which names the field and the
     rule); anything unexpected is logged with its traceback on stderr and reported as a tool
@@ -146,9 +170,70 @@ def tool_call(
                 f"{name} failed with an internal error ({type(exc).__name__}); "
                 "the server log on stderr has the details"
             ) from exc
+    structured = data if isinstance(data, dict) else data.as_json()  # TRANSITION: dict tools
     return CallToolResult(
-        content=[TextContent(type="text", text=render(data))], structured_content=data
+        content=[TextContent(type="text", text=render(data))], structured_content=structured
     )
+
+
+def _parameters(operation: Operation[Any, Any]) -> list[inspect.Parameter]:
+    """The tool's parameters: the operation's input fields (their JSON schema as published, so
+    descriptions, defaults and bounds are the input model's), then ``project``. The SDK only
+    checks JSON types; the input model validates, with the same errors as REST."""
+    schema = operation.input.model_json_schema()
+    required = set(schema.get("required", []))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        field = operation.input.model_fields[name]
+        plain = field.annotation if field.annotation in (str, str | None) else Any
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=Annotated[plain, WithJsonSchema(prop)],
+                default=inspect.Parameter.empty if name in required else prop.get("default"),
+            )
+        )
+    params.append(
+        inspect.Parameter(
+            "project", inspect.Parameter.KEYWORD_ONLY, annotation=ProjectArg, default=None
+        )
+    )
+    return params
+
+
+def add_tool(
+    server: MemoryServer,
+    operation: Operation[Any, O],
+    *,
+    title: str,
+    description: str,
+    annotations: ToolAnnotations,
+    render: Callable[[O], str],
+) -> None:
+    """Registers ``operation`` as the tool of its name: arguments parsed by its input model,
+    the project resolved by the server's convention, receipts naming channel ``mcp`` and the
+    client from ``initialize``."""
+
+    def call(**arguments: Any) -> CallToolResult:
+        def run() -> O:
+            access = operation.local_access or operation.access
+            project = server.project_for(arguments.pop("project", None), access)
+            params = operation.parse(arguments)
+            caller = Caller(channel="mcp", client=current_client())
+            return operation(project=project, params=params, caller=caller)
+
+        return tool_call(operation.name, run, render=render)
+
+    call.__name__ = operation.name
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        _parameters(operation),
+        return_annotation=Annotated[CallToolResult, operation.output],
+    )
+    server.add_tool(
+        call, name=operation.name, title=title, description=description, annotations=annotations
+    )
+    server.operations[operation.name] = operation
 
 
 def resource_read(name: str, call: Callable[[], T]) -> T:
@@ -188,9 +273,6 @@ def build_server(
     log_level: LogLevel = "WARNING",
 ) -> MemoryServer:
     """The MCP server with every app's tools, resources and prompts registered."""
-    from graph_app import mcp_tools as graph_tools
-    from sessions_app import mcp_tools as session_tools
-
     server = MemoryServer(
         default_project=default_project,
         name=SERVER_NAME,
@@ -204,6 +286,8 @@ def build_server(
         log_level=log_level,
     )
     server.middleware.append(_remember_client)
-    session_tools.register(server)
-    graph_tools.register(server)
+    for app in apps.get_app_configs():
+        module = f"{app.name}.mcp_tools"
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module).register(server)
     return server

@@ -156,6 +156,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Request and response shapes are pydantic models, whose JSON Schema needs OpenAPI 3.1.
+    "OAS_VERSION": "3.1.0",
 }
 
 # Product settings.

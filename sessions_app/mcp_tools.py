@@ -5,130 +5,43 @@ REST response body, and injections are receipted like REST ones, with channel "m
 client's name from `initialize`.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from django.conf import settings
 from mcp.server.mcpserver.prompts.base import UserMessage
-from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from graph_app.compiler import context_compile
+from memoryproject.contracts import Caller
 from memoryproject.mcp import (
+    WRITE,
     MemoryServer,
-    ProjectArg,
+    add_tool,
     current_client,
     prompt_render,
     resource_read,
-    tool_call,
 )
-from sessions_app import services
+from sessions_app import operations, services
+from sessions_app.contracts import LoadResult, PlanResult, SaveResult
 
 # The resume prompt compiles durable memory against the start of the saved summary.
 RESUME_QUERY_CHARS = 600
 RESUME_TOKENS = 800
 
 
-class _Open(BaseModel):
-    # Services may add fields over time; they pass through rather than break the call.
-    model_config = ConfigDict(extra="allow")
+def _score_line(data: PlanResult | SaveResult) -> str:
+    return f"trust={data.trust_score} risk={data.risk} decision={data.decision}"
 
 
-Decision = Literal["PASS", "REFINE", "ESCALATE"]
+def render_plan(data: PlanResult) -> str:
+    head = f"plan_context: {data.status} ({_score_line(data)})"
+    if data.status == "injected":
+        return f"{head}\ninjection_id={data.injection_id}\n\n{data.system_prompt or ''}"
+    return f"{head}\n{data.flagged_reason or ''}"
 
 
-class TrustSignals(_Open):
-    p: float = Field(description="Coverage of what the next session needs, 0..1.")
-    ue: float = Field(description="Epistemic uncertainty (divergence, vagueness), 0..1.")
-    ua: float = Field(description="Aleatoric uncertainty (risk of the sources), 0..1.")
-    total_uncertainty: float = Field(description="ue + ua, capped at 1.")
-
-
-class PlanSignals(TrustSignals):
-    traces_used: int
-    fields_present: list[str]
-
-
-class PlanContextFields(_Open):
-    active_project: str | None = None
-    last_decision: str | None = None
-    open_questions: list[str] = Field(default_factory=list)
-    current_output: str | None = None
-    recent_models: list[str] = Field(default_factory=list)
-
-
-class PlanResult(_Open):
-    status: Literal["injected", "flagged", "empty"]
-    mode: Literal["auto", "force", "dry_run"]
-    dry_run: bool
-    project: str
-    trust_score: float
-    confidence: float
-    risk: float
-    decision: Decision
-    threshold: float
-    signals: PlanSignals
-    context: PlanContextFields
-    system_prompt: str | None = Field(None, description="Present when status is 'injected'.")
-    flagged_reason: str | None = Field(None, description="Present when flagged or empty.")
-    would_inject: bool | None = Field(None, description="dry_run only: what auto would do.")
-    trace_ids: list[str]
-    generated_at: str
-    injection_id: int = Field(description="Receipt of this decision in the injection log.")
-
-
-class SaveResult(_Open):
-    trace_id: str
-    project: str
-    trust_score: float
-    confidence: float
-    risk: float
-    decision: Decision
-    tokens: int
-    signals: TrustSignals = Field(description="Why the summary scored as it did.")
-    saved_at: str
-
-
-class LoadResult(_Open):
-    found: bool
-    project: str
-    threshold: float
-    max_age_days: int
-    reason: str | None = Field(None, description="found=false: why nothing was returned.")
-    rule: str | None = Field(None, description="found=false: the rule that refused.")
-    trace_id: str | None = None
-    summary: str | None = None
-    trust_score: float | None = None
-    confidence: float | None = None
-    risk: float | None = None
-    decision: Decision | None = None
-    tokens: int | None = None
-    signals: dict[str, Any] | None = None
-    saved_at: str | None = None
-    system_prompt: str | None = Field(
-        None, description="found=true: the inject-ready SESSION_CONTEXT block."
-    )
-    generated_at: str | None = None
-    injection_id: int | None = None
-
-
-def _score_line(data: dict[str, Any]) -> str:
-    return (
-        f"trust={data.get('trust_score')} risk={data.get('risk')} decision={data.get('decision')}"
-    )
-
-
-def render_plan(data: dict[str, Any]) -> str:
-    status = data.get("status")
-    head = f"plan_context: {status} ({_score_line(data)})"
-    if status == "injected":
-        return (
-            f"{head}\ninjection_id={data.get('injection_id')}\n\n{data.get('system_prompt') or ''}"
-        )
-    return f"{head}\n{data.get('flagged_reason') or ''}"
-
-
-def render_save(data: dict[str, Any]) -> str:
-    signals = data.get("signals") or {}
+def render_save(data: SaveResult) -> str:
+    signals = data.signals
     why = ", ".join(f"{k}={v}" for k, v in signals.items() if not isinstance(v, dict | list))
     missing = [
         name
@@ -136,8 +49,8 @@ def render_save(data: dict[str, Any]) -> str:
         if isinstance(finding, dict) and finding.get("evidence") == "missing"
     ]
     lines = [
-        f"Session summary saved as trace {data.get('trace_id')} "
-        f"({_score_line(data)}, {data.get('tokens')} tokens).",
+        f"Session summary saved as trace {data.trace_id} "
+        f"({_score_line(data)}, {data.tokens} tokens).",
         f"Signals: {why}",
     ]
     if missing:
@@ -145,10 +58,10 @@ def render_save(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_load(data: dict[str, Any]) -> str:
-    if not data.get("found"):
-        return f"No session context returned: {data.get('reason')}"
-    return str(data.get("system_prompt") or "")
+def render_load(data: LoadResult) -> str:
+    if not data.found:
+        return f"No session context returned: {data.reason}"
+    return data.system_prompt or ""
 
 
 PLAN_DESCRIPTION = """\
@@ -179,117 +92,39 @@ returned, one receipt is written to the injection log (channel "mcp", your clien
 
 
 def register(server: MemoryServer) -> None:
-    max_chars = int(settings.SESSION_SUMMARY_MAX_CHARS)
-
-    @server.tool(
-        name="plan_context",
+    add_tool(
+        server,
+        operations.PLAN_CONTEXT,
         title="Plan context from recent traces",
         description=PLAN_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=WRITE,
+        render=render_plan,
     )
-    def plan_context(
-        n: Annotated[
-            int, Field(description="How many of the most recent traces to use.", ge=1, le=50)
-        ] = 5,
-        trust_threshold: Annotated[
-            float,
-            Field(description="Minimum trust score for mode 'auto' to inject.", ge=0.0, le=1.0),
-        ] = 0.75,
-        mode: Annotated[
-            Literal["auto", "force", "dry_run"],
-            Field(description="auto: inject when trusted; force: always; dry_run: never."),
-        ] = "auto",
-        project: ProjectArg = None,
-    ) -> Annotated[CallToolResult, PlanResult]:
-        return tool_call(
-            "plan_context",
-            lambda: services.plan_context(
-                project=server.project_for(project, "write"),
-                n=n,
-                trust_threshold=trust_threshold,
-                mode=mode,
-                channel="mcp",
-                client=current_client(),
-            ),
-            render=render_plan,
-        )
-
-    @server.tool(
-        name="save_session",
+    add_tool(
+        server,
+        operations.SESSION_SAVE,
         title="Save session summary",
-        description=SAVE_DESCRIPTION.format(max_chars=max_chars),
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        description=SAVE_DESCRIPTION.format(max_chars=int(settings.SESSION_SUMMARY_MAX_CHARS)),
+        annotations=WRITE,
+        render=render_save,
     )
-    def save_session(
-        summary: Annotated[
-            str,
-            Field(
-                description=(
-                    "The session summary. Name the active project, the last decision, the "
-                    "current output, open questions and key files."
-                ),
-                min_length=1,
-                max_length=max_chars,
-            ),
-        ],
-        project: ProjectArg = None,
-    ) -> Annotated[CallToolResult, SaveResult]:
-        return tool_call(
-            "save_session",
-            lambda: services.session_save(
-                project=server.project_for(project, "write"), summary=summary
-            ),
-            render=render_save,
-        )
-
-    @server.tool(
-        name="load_session",
+    add_tool(
+        server,
+        operations.SESSION_LOAD,
         title="Load the last trusted session summary",
         description=LOAD_DESCRIPTION.format(max_age_days=settings.SESSION_MAX_AGE_DAYS),
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=WRITE,
+        render=render_load,
     )
-    def load_session(
-        threshold: Annotated[
-            float,
-            Field(description="Minimum trust score of the summary to return.", ge=0.0, le=1.0),
-        ] = 0.45,
-        project: ProjectArg = None,
-        max_age_days: Annotated[
-            int | None,
-            Field(
-                description="Refuse summaries older than this many days (default: server setting).",
-                ge=1,
-                le=3650,
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, LoadResult]:
-        return tool_call(
-            "load_session",
-            lambda: services.session_load(
-                project=server.project_for(project, "read"),
-                threshold=threshold,
-                max_age_days=max_age_days,
-                channel="mcp",
-                client=current_client(),
-            ),
-            render=render_load,
-        )
+    _register_latest(server)
+    _register_resume(server)
 
+
+def _caller() -> Caller:
+    return Caller(channel="mcp", client=current_client())
+
+
+def _register_latest(server: MemoryServer) -> None:
     @server.resource(
         "memory://sessions/latest",
         name="sessions-latest",
@@ -305,13 +140,33 @@ def register(server: MemoryServer) -> None:
         data = resource_read(
             "memory://sessions/latest",
             lambda: services.session_load(
-                project=server.project_for(None, "read"),
-                channel="mcp",
-                client=current_client(),
+                project=server.project_for(None, "read"), caller=_caller()
             ),
         )
         return render_load(data)
 
+
+def _resume_message(server: MemoryServer, project: str | None) -> str:
+    target = server.project_for(project, "read")
+    loaded = services.session_load(project=target, caller=_caller())
+    parts = [f"Resume work on project '{target.slug}'."]
+    if not loaded.found:
+        parts.append(f"There is no trusted saved session to resume: {loaded.reason}")
+        parts.append(
+            "Ask what to work on, or call plan_context to build context from recent "
+            "traces. Call save_session when you stop."
+        )
+        return "\n\n".join(parts)
+    parts.append("Your last saved session (verified):\n" + render_load(loaded))
+    query = (loaded.summary or render_load(loaded))[:RESUME_QUERY_CHARS]
+    compiled = context_compile(project=target, query=query, max_tokens=RESUME_TOKENS)
+    if compiled["items"]:
+        parts.append("Durable memory relevant to it:\n" + str(compiled["markdown"]))
+    parts.append("Confirm the active task, then continue. Call save_session when you stop.")
+    return "\n\n".join(parts)
+
+
+def _register_resume(server: MemoryServer) -> None:
     @server.prompt(
         name="session-resume",
         title="Resume the last session",
@@ -327,23 +182,6 @@ def register(server: MemoryServer) -> None:
             Field(description="Project slug; omit for the server's default project."),
         ] = None,
     ) -> list[UserMessage]:
-        def assemble() -> str:
-            target = server.project_for(project, "read")
-            loaded = services.session_load(project=target, channel="mcp", client=current_client())
-            parts = [f"Resume work on project '{target.slug}'."]
-            if not loaded.get("found"):
-                parts.append(f"There is no trusted saved session to resume: {loaded.get('reason')}")
-                parts.append(
-                    "Ask what to work on, or call plan_context to build context from recent "
-                    "traces. Call save_session when you stop."
-                )
-                return "\n\n".join(parts)
-            parts.append("Your last saved session (verified):\n" + render_load(loaded))
-            query = str(loaded.get("summary") or render_load(loaded))[:RESUME_QUERY_CHARS]
-            compiled = context_compile(project=target, query=query, max_tokens=RESUME_TOKENS)
-            if compiled.get("items"):
-                parts.append("Durable memory relevant to it:\n" + str(compiled.get("markdown")))
-            parts.append("Confirm the active task, then continue. Call save_session when you stop.")
-            return "\n\n".join(parts)
-
-        return [UserMessage(prompt_render("session-resume", assemble))]
+        return [
+            UserMessage(prompt_render("session-resume", lambda: _resume_message(server, project)))
+        ]

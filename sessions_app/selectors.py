@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.db.models import QuerySet
 
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
-from memoryproject.timeutil import iso
+from sessions_app.contracts import TraceOut
 from sessions_app.domain.context import TraceView
-from sessions_app.models import Trace
+from sessions_app.models import SessionSummary, Trace
 
 # Only what context extraction reads: keeps the hot /v1/plan query narrow.
 _PLAN_COLUMNS = ("trace_id", "model", "trust_score", "risk", "metadata")
@@ -54,16 +55,29 @@ def traces_recent(*, project: Project, n: int) -> list[TraceView]:
     ]
 
 
-def trace_as_dict(trace: Trace) -> dict[str, object]:
-    return {
-        "trace_id": str(trace.trace_id),
-        "project": trace.project.slug,
-        "created_at": iso(trace.created_at),
-        "model": trace.model,
-        "policy": trace.policy,
-        "decision": trace.decision,
-        "trust_score": trace.trust_score,
-        "risk": trace.risk,
-        "status_code": trace.status_code,
-        "metadata": trace.metadata,
-    }
+def trace_view(trace: Trace) -> TraceOut:
+    return TraceOut(
+        trace_id=str(trace.trace_id),
+        project=trace.project.slug,
+        created_at=trace.created_at,
+        model=trace.model,
+        policy=trace.policy,
+        decision=trace.decision,  # type: ignore[arg-type]
+        trust_score=trace.trust_score,
+        risk=trace.risk,
+        status_code=trace.status_code,
+        metadata=trace.metadata,
+    )
+
+
+def session_summary_latest(
+    *, project: Project, since: datetime | None = None, min_trust: float | None = None
+) -> SessionSummary | None:
+    """The project's newest saved summary, optionally saved at or after ``since`` and with a
+    trust score of at least ``min_trust`` (served by summary_project_recent)."""
+    queryset = SessionSummary.objects.filter(project=project)
+    if since is not None:
+        queryset = queryset.filter(created_at__gte=since)
+    if min_trust is not None:
+        queryset = queryset.filter(trust_score__gte=min_trust)
+    return queryset.select_related("trace").order_by("-created_at", "-id").first()

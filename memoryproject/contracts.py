@@ -1,0 +1,322 @@
+"""Typed contracts: one input and one output definition per operation, shared by every door.
+
+An operation's input is an ``Input`` model: its fields, defaults, bounds and rules are declared
+once and read by the service signature, the DRF view (and through it the OpenAPI schema) and the
+MCP tool (its argument schema). ``Input.parse`` is the one validation path: a bad value becomes an
+``ApplicationError`` whose message names the field and the rule (``n: must be from 1 to 50, got
+0``), so REST answers 400 and MCP a tool error with the same words.
+
+Outputs are ``Output`` models: services return them with real types (aware datetimes, ints) and
+adapters render them with ``as_json()``, where timestamps become ISO-8601 UTC strings. An output
+also reads like its JSON body (``result["fact"]["id"]``) for scripts and tests.
+
+Pure pydantic: no Django import, so services, adapters and the domain can share it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Annotated, Any, ClassVar, Self, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    ValidationError,
+    WithJsonSchema,
+    model_serializer,
+)
+from pydantic_core import PydanticCustomError
+from pydantic_core.core_schema import SerializerFunctionWrapHandler
+
+from memoryproject.errors import ApplicationError
+
+# --- rules shared by every door ---------------------------------------------------------------
+
+
+def rule_error(rule: str) -> PydanticCustomError:
+    """A validation failure whose text is the house rule (the field is named by the caller)."""
+    return PydanticCustomError("rule", "{rule}", {"rule": rule})
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a 'Z' suffix, or None."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def aware_datetime(value: object) -> datetime:
+    """``value`` (an ISO-8601 string with a timezone, or an aware datetime) in UTC."""
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = datetime.fromisoformat(
+                text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+            )
+        except ValueError:
+            raise rule_error(
+                f"'{value}' is not an ISO-8601 timestamp (e.g. 2026-04-20T09:30:00Z)"
+            ) from None
+    else:
+        raise rule_error(f"must be an ISO-8601 timestamp string, got {type(value).__name__}")
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise rule_error(f"'{value}' has no timezone; add one, e.g. 'Z' or '+00:00'")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise rule_error(f"'{value}' is outside the range of representable times") from None
+
+
+def parse_bool(value: object) -> bool:
+    """The one boolean rule for text inputs (query parameters, environment): true/false, 1/0,
+    yes/no, on/off, case-insensitive; JSON booleans as they are."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes", "on"}:
+        return True
+    if text in {"false", "0", "no", "off"}:
+        return False
+    raise rule_error(f"must be true or false, got '{value}'")
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL cannot store NUL in text or jsonb; refuse it on every database alike.
+    if "\x00" in value:
+        raise rule_error("must not contain NUL characters")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise rule_error("must not be empty")
+    return value
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise rule_error(f"must be a finite number, got {value}")
+    return value
+
+
+#: A timestamp input: ISO-8601 with a timezone, answered as an aware UTC datetime.
+AwareDatetime = Annotated[
+    datetime,
+    PlainValidator(aware_datetime),
+    PlainSerializer(iso, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+#: A timestamp output: rendered as ISO-8601 in UTC with a 'Z' suffix.
+UtcDatetime = Annotated[datetime, PlainSerializer(iso, return_type=str)]
+#: An optional input where an empty string means "not given".
+BlankIsNone = BeforeValidator(lambda value: None if value == "" else value)
+#: A number from 0 to 1 (scores, thresholds, confidences).
+Unit = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
+#: Text without NUL characters (PostgreSQL refuses them).
+Text = Annotated[str, AfterValidator(_no_nul)]
+#: Text that must hold more than whitespace.
+RequiredText = Annotated[str, AfterValidator(_not_blank), AfterValidator(_no_nul)]
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+
+_UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none", "nullable"}
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """The field a loc names, without the member tags pydantic adds inside unions."""
+    name = ""
+    for index, part in enumerate(loc):
+        if isinstance(part, int):
+            name += f"[{part}]"
+        elif index and (part in _UNION_TAGS or any(c in part for c in "[(-")):
+            continue
+        else:
+            name += f".{part}" if name else str(part)
+    return name or "body"
+
+
+def _got(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _bounds(model: type[BaseModel], name: str) -> tuple[Any, Any]:
+    field = model.model_fields.get(name)
+    low = high = None
+    for meta in field.metadata if field is not None else ():
+        low = getattr(meta, "ge", None) if getattr(meta, "ge", None) is not None else low
+        high = getattr(meta, "le", None) if getattr(meta, "le", None) is not None else high
+    return low, high
+
+
+def _rule(model: type[BaseModel], error: Mapping[str, Any]) -> str:
+    """The house wording of one pydantic error (what the value must be, and what it was)."""
+    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    loc = error["loc"]
+    low, high = _bounds(model, str(loc[0])) if loc else (None, None)
+    span = f" from {low} to {high}" if low is not None and high is not None else ""
+    if kind == "rule":
+        return str(ctx["rule"])
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(model.model_fields)
+        return f"unknown field (allowed: {allowed})"
+    if kind in {"int_type", "int_parsing", "int_from_float"}:
+        return f"must be an integer{span}, got {_got(value)}"
+    if kind in {"float_type", "float_parsing"}:
+        return f"must be a number{span}, got {_got(value)}"
+    if kind in {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}:
+        if span:
+            return f"must be{span}, got {_got(value)}"
+        return str(error["msg"]).replace("Input should be", "must be")
+    if kind in {"bool_type", "bool_parsing"}:
+        return f"must be true or false, got {_got(value)}"
+    if kind == "string_type":
+        return f"must be a string, got {type(value).__name__}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters, got {len(str(value))}"
+    if kind == "too_long":
+        return f"must have at most {ctx['max_length']} items, got {ctx.get('actual_length')}"
+    if kind in {"list_type", "tuple_type"}:
+        return f"must be a list, got {type(value).__name__}"
+    if kind in {"dict_type", "model_type"}:
+        return f"must be a JSON object, got {type(value).__name__}"
+    if kind in {"literal_error", "enum"}:
+        expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        return f"must be one of {expected}, got {_got(value)}"
+    if kind == "uuid_parsing" or kind == "uuid_type":
+        return f"'{value}' is not a UUID"
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+def validation_failure(model: type[BaseModel], exc: ValidationError) -> ApplicationError:
+    """The ApplicationError of a failed parse: the first problem as its message, every
+    problem under ``fields``."""
+    fields: dict[str, list[str]] = {}
+    for error in exc.errors():
+        name = _where(tuple(error["loc"]))
+        fields.setdefault(name, []).append(f"{name}: {_rule(model, error)}")
+    first = next(iter(fields))
+    return ApplicationError(fields[first][0], field=first, extra={"fields": fields})
+
+
+class Input(BaseModel):
+    """The arguments of one operation. Strict: a JSON string is not an integer, unknown fields
+    are refused; query-string doors parse with ``strict=False`` (their values are all text)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any] | None = None, *, strict: bool = True) -> Self:
+        """Validates ``data`` or raises an ApplicationError naming the field and the rule."""
+        if data is not None and not isinstance(data, Mapping):
+            raise ApplicationError("body: must be a JSON object", field="body")
+        try:
+            return cls.model_validate(dict(data or {}), strict=strict)
+        except ValidationError as exc:
+            raise validation_failure(cls, exc) from None
+        except RecursionError:
+            raise ApplicationError("body: is nested too deeply", field="body") from None
+
+
+# --- outputs ----------------------------------------------------------------------------------
+
+
+class Output(BaseModel):
+    """What an operation answers. ``as_json()`` is the REST body and the MCP structured content;
+    fields named in ``omit_when_none`` are left out of it rather than sent as null."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    omit_when_none: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.omit_when_none and isinstance(data, dict):
+            for name in self.omit_when_none:
+                if data.get(name) is None:
+                    data.pop(name, None)
+        return data
+
+    def as_json(self) -> dict[str, Any]:
+        return self._json
+
+    @cached_property
+    def _json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    # Reads like its JSON body.
+    def __getitem__(self, key: str) -> Any:
+        return self._json[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._json
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._json.get(key, default)
+
+    def keys(self) -> Any:
+        return self._json.keys()
+
+
+class Caller(Input):
+    """Who asks, as injection receipts record it: the door (``rest``, ``mcp``, ``cli``) and the
+    client (an API key's label, or the name an MCP client gave in ``initialize``)."""
+
+    channel: Annotated[RequiredText, Field(max_length=32)] = "rest"
+    client: Annotated[Text, Field(max_length=200)] = ""
+
+
+I = TypeVar("I", bound=Input)  # noqa: E741
+_UNSET: Any = object()
+
+
+def takes(model: type[I]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Gives a service ``f(*, project, params: model, caller?)`` its keyword door: Python
+    callers may pass the fields themselves (``f(project=p, n=5)``), parsed by ``model`` exactly
+    as REST and MCP arguments are, and ``channel``/``client`` for the caller."""
+
+    def decorate(service: Callable[..., Any]) -> Callable[..., Any]:
+        wants_caller = "caller" in inspect.signature(service).parameters
+
+        @functools.wraps(service)
+        def call(
+            *,
+            params: I | None = None,
+            caller: Caller | None = None,
+            channel: Any = _UNSET,
+            client: Any = _UNSET,
+            **fields: Any,
+        ) -> Any:
+            context = {k: fields.pop(k) for k in ("project",) if k in fields}
+            if params is None:
+                params = model.parse(fields)
+            elif fields:
+                raise TypeError(f"{service.__name__}: pass params or fields, not both")
+            if wants_caller:
+                if caller is None:
+                    given = {"channel": channel, "client": client}
+                    caller = Caller.parse({k: v for k, v in given.items() if v is not _UNSET})
+                context["caller"] = caller
+            return service(params=params, **context)
+
+        return call
+
+    return decorate

@@ -1,0 +1,291 @@
+"""Inputs and outputs of session memory: traces, plans, saved and loaded summaries.
+
+Each model is the one definition of its operation's arguments (defaults, bounds, descriptions)
+or answer, read by the service, the REST view, the MCP tool and the OpenAPI schema alike.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, computed_field
+from pydantic_core import PydanticCustomError
+
+from memoryproject.contracts import (
+    AwareDatetime,
+    BlankIsNone,
+    Input,
+    Output,
+    Text,
+    Unit,
+    UtcDatetime,
+    rule_error,
+)
+from memoryproject.errors import validation_error
+
+Decision = Literal["PASS", "REFINE", "ESCALATE"]
+Mode = Literal["auto", "force", "dry_run"]
+TRACE_METADATA_MAX_BYTES = 65_536
+#: The structured context fields a trace may carry, at the top level or inside metadata.
+CONTEXT_TEXT_FIELDS = ("active_project", "last_decision", "current_output")
+CONTEXT_LIST_FIELDS = ("open_questions", "key_files")
+
+
+# --- traces -----------------------------------------------------------------------------------
+
+
+def _uuid(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise rule_error(f"'{value}' is not a UUID") from None
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
+def _json_object(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError) as exc:
+        raise rule_error(f"must be JSON-serialisable ({exc})") from None
+    if _has_nul(value):
+        raise rule_error("must not contain NUL characters")
+    if size > TRACE_METADATA_MAX_BYTES:
+        raise rule_error(f"must be at most {TRACE_METADATA_MAX_BYTES} bytes of JSON, got {size}")
+    return value
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(_json_object)]
+
+
+class TraceInput(Input):
+    """One recorded step of agent work. Keys the model does not name are kept in metadata."""
+
+    model_config = ConfigDict(extra="allow")
+
+    trace_id: Annotated[
+        str | None, BlankIsNone, AfterValidator(_uuid), Field(description="UUID; default new")
+    ] = None
+    created_at: Annotated[
+        AwareDatetime | None, BlankIsNone, Field(description="When it happened; default now")
+    ] = None
+    model: Annotated[Text | None, Field(max_length=200, description="Model that ran")] = None
+    policy: Annotated[Text | None, Field(max_length=64, description="What produced the trace")] = (
+        None
+    )
+    decision: Annotated[
+        Decision | None, BlankIsNone, Field(description="Default: the gate of the risk")
+    ] = None
+    trust_score: Annotated[Unit | None, Field(description="0..1; default scored")] = None
+    risk: Annotated[Unit | None, Field(description="0..1; default 1 - trust_score")] = None
+    status_code: Annotated[int | None, Field(ge=100, le=599)] = None
+    active_project: str | None = None
+    last_decision: str | None = None
+    current_output: str | None = None
+    open_questions: list[str] | str | None = None
+    key_files: list[str] | str | None = None
+    metadata: Annotated[Metadata | None, Field(description="Any JSON object")] = None
+
+    def merged_metadata(self) -> dict[str, Any]:
+        """Metadata with the context fields and every unnamed key folded in."""
+        merged = dict(self.metadata or {})
+        for name in (*CONTEXT_TEXT_FIELDS, *CONTEXT_LIST_FIELDS):
+            value = getattr(self, name)
+            if value is not None:
+                merged[name] = value
+        merged.update(self.model_extra or {})
+        for name in CONTEXT_TEXT_FIELDS:
+            value = merged.get(name)
+            if value is not None and not isinstance(value, str):
+                raise validation_error(name, f"must be a string, got {type(value).__name__}")
+        for name in CONTEXT_LIST_FIELDS:
+            value = merged.get(name)
+            if value is None or isinstance(value, str):
+                continue
+            if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+                raise validation_error(name, "must be a list of strings")
+        try:
+            return _json_object(merged)
+        except PydanticCustomError as exc:
+            raise validation_error("metadata", str(exc)) from None
+
+
+class TraceOut(Output):
+    trace_id: str
+    project: str
+    created_at: UtcDatetime
+    model: str
+    policy: str
+    decision: Decision
+    trust_score: float
+    risk: float
+    status_code: int | None
+    metadata: dict[str, Any]
+
+
+class TracePage(Output):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[TraceOut]
+
+
+# --- plan -------------------------------------------------------------------------------------
+
+
+class PlanInput(Input):
+    n: Annotated[
+        int, Field(ge=1, le=50, description="How many of the most recent traces to use.")
+    ] = 5
+    trust_threshold: Annotated[
+        Unit, Field(description="Minimum trust score for mode 'auto' to inject.")
+    ] = 0.75
+    mode: Annotated[
+        Mode, Field(description="auto: inject when trusted; force: always; dry_run: never.")
+    ] = "auto"
+
+
+class TrustSignals(Output):
+    model_config = ConfigDict(extra="allow")
+
+    p: float = Field(description="Coverage of what the next session needs, 0..1.")
+    ue: float = Field(description="Epistemic uncertainty (divergence, vagueness), 0..1.")
+    ua: float = Field(description="Aleatoric uncertainty (risk of the sources), 0..1.")
+    total_uncertainty: float = Field(description="ue + ua, capped at 1.")
+
+
+class PlanSignals(TrustSignals):
+    traces_used: int
+    fields_present: list[str]
+
+
+class PlanContext(Output):
+    active_project: str | None = None
+    last_decision: str | None = None
+    open_questions: list[str] = Field(default_factory=list)
+    current_output: str | None = None
+    recent_models: list[str] = Field(default_factory=list)
+
+
+class _Scored(Output):
+    trust_score: float
+
+    @computed_field(description="The same as trust_score (C of the trust formula).")  # type: ignore[prop-decorator]
+    @property
+    def confidence(self) -> float | None:
+        return self.trust_score
+
+
+class PlanResult(_Scored):
+    omit_when_none = frozenset({"system_prompt", "flagged_reason", "would_inject"})
+
+    status: Literal["injected", "flagged", "empty"]
+    mode: Mode
+    dry_run: bool
+    project: str
+    risk: float
+    decision: Decision
+    threshold: float
+    signals: PlanSignals
+    context: PlanContext
+    system_prompt: str | None = Field(None, description="Present when status is 'injected'.")
+    flagged_reason: str | None = Field(None, description="Present when flagged or empty.")
+    would_inject: bool | None = Field(None, description="dry_run only: what auto would do.")
+    trace_ids: list[str]
+    generated_at: UtcDatetime
+    injection_id: int = Field(description="Receipt of this decision in the injection log.")
+
+
+# --- session summaries ------------------------------------------------------------------------
+
+
+class SaveInput(Input):
+    summary: Annotated[
+        str,
+        Field(
+            description=(
+                "The session summary. Name the active project, the last decision, the current "
+                "output, open questions and key files."
+            )
+        ),
+    ]
+
+
+class SaveResult(_Scored):
+    trace_id: str
+    project: str
+    risk: float
+    decision: Decision
+    tokens: int
+    signals: dict[str, Any] = Field(description="Why the summary scored as it did.")
+    saved_at: UtcDatetime
+
+
+class LoadInput(Input):
+    threshold: Annotated[
+        Unit, Field(description="Minimum trust score of the summary to return.")
+    ] = 0.45
+    max_age_days: Annotated[
+        int | None,
+        Field(ge=1, le=3650, description="Refuse summaries older than this (default: setting)."),
+    ] = None
+
+
+class LoadResult(Output):
+    omit_when_none = frozenset(
+        {
+            "reason",
+            "rule",
+            "trace_id",
+            "summary",
+            "trust_score",
+            "confidence",
+            "risk",
+            "decision",
+            "tokens",
+            "signals",
+            "saved_at",
+            "system_prompt",
+            "generated_at",
+            "injection_id",
+        }
+    )
+
+    found: bool
+    project: str
+    threshold: float
+    max_age_days: int
+    reason: str | None = Field(None, description="found=false: why nothing was returned.")
+    rule: Literal["none", "max_age", "threshold"] | None = Field(
+        None, description="found=false: the rule that refused."
+    )
+    trace_id: str | None = None
+    summary: str | None = None
+    trust_score: float | None = None
+    risk: float | None = None
+    decision: Decision | None = None
+    tokens: int | None = None
+    signals: dict[str, Any] | None = None
+    saved_at: UtcDatetime | None = None
+    system_prompt: str | None = Field(
+        None, description="found=true: the inject-ready SESSION_CONTEXT block."
+    )
+    generated_at: UtcDatetime | None = None
+    injection_id: int | None = None
+
+    @computed_field(description="The same as trust_score.")  # type: ignore[prop-decorator]
+    @property
+    def confidence(self) -> float | None:
+        return self.trust_score

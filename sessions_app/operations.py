@@ -1,0 +1,33 @@
+"""The session-memory operations every door serves (see memoryproject.operations)."""
+
+from __future__ import annotations
+
+from memoryproject.operations import Operation
+from sessions_app import services
+from sessions_app.contracts import (
+    LoadInput,
+    LoadResult,
+    PlanInput,
+    PlanResult,
+    SaveInput,
+    SaveResult,
+    TraceInput,
+    TraceOut,
+)
+
+TRACE_RECORD = Operation(
+    "trace_record", TraceInput, TraceOut, "write", services.trace_record, lambda _: True
+)
+# A plan only reads memory (plus its receipt): a read-scoped key may ask for one.
+PLAN_CONTEXT = Operation(
+    "plan_context",
+    PlanInput,
+    PlanResult,
+    "read",
+    services.plan_context,
+    local_access="write",
+)
+SESSION_SAVE = Operation(
+    "save_session", SaveInput, SaveResult, "write", services.session_save, lambda _: True
+)
+SESSION_LOAD = Operation("load_session", LoadInput, LoadResult, "read", services.session_load)
