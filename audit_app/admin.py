@@ -1,27 +1,35 @@
-"""Read-only admin list of the injection log: records are appended by services only."""
+"""Admin of the audit trail: the injection log (read-only: records are appended by services
+only), contradiction audit runs (read-only) and findings, which staff resolve or dismiss with
+a reason."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from audit_app.models import InjectionRecord
+from audit_app.models import AuditRun, ContradictionFinding, FindingState, InjectionRecord
+from audit_app.services import finding_settle
+from memoryproject.admin import ServiceRowsAdmin
 
 
 @admin.register(InjectionRecord)
-class InjectionRecordAdmin(admin.ModelAdmin):
+class InjectionRecordAdmin(ServiceRowsAdmin):
+    # What a reviewer scans first: the decision, then where it came from.
     list_display = [
         "seq",
         "created_at",
-        "project",
-        "source",
-        "channel",
-        "client",
         "status",
         "decision",
         "trust_score",
         "threshold",
         "mode",
+        "project",
+        "source",
+        "channel",
+        "client",
     ]
     list_filter = ["source", "status", "decision", "channel", "project"]
     search_fields = ["client", "prompt_sha256", "record_hash"]
@@ -30,11 +38,66 @@ class InjectionRecordAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
         return [f.name for f in InjectionRecord._meta.fields]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+class _SettleForm(forms.ModelForm):
+    """A person settles a finding: resolved or dismissed, always with a reason."""
 
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+    class Meta:
+        model = ContradictionFinding
+        fields = ["state", "reason"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("state") == FindingState.OPEN:
+            raise forms.ValidationError("Choose resolved or dismissed to settle the finding.")
+        if not str(data.get("reason") or "").strip():
+            raise forms.ValidationError({"reason": "Say why the finding is settled this way."})
+        return data
+
+
+@admin.register(ContradictionFinding)
+class ContradictionFindingAdmin(ServiceRowsAdmin):
+    allow_change = True  # state and reason only, through finding_settle
+    form = _SettleForm
+    list_display = ["id", "project", "rule", "subject", "state", "settled_by", "last_seen_run"]
+    list_filter = ["state", "rule", "project"]
+    search_fields = ["subject", "evidence", "fact_ids"]
+    readonly_fields = [
+        "project",
+        "rule",
+        "subject",
+        "fact_ids",
+        "evidence",
+        "suggestion",
+        "keep_fact",
+        "first_run",
+        "last_seen_run",
+        "settled_by",
+        "settled_at",
+    ]
+    fields = [*readonly_fields, "state", "reason"]
+
+    def save_model(
+        self, request: HttpRequest, obj: ContradictionFinding, form: Any, change: bool
+    ) -> None:
+        finding_settle(
+            finding=obj,
+            state=obj.state,
+            by=request.user.get_username(),
+            reason=obj.reason,
+        )
+
+
+@admin.register(AuditRun)
+class AuditRunAdmin(ServiceRowsAdmin):
+    list_display = [
+        "id",
+        "project",
+        "started_at",
+        "as_of",
+        "facts_checked",
+        "findings",
+        "auto_resolved",
+        "channel",
+    ]
+    list_filter = ["project", "channel"]

@@ -1,36 +1,100 @@
-"""Reading the injection log: recomputing its hash chain."""
+"""Reads of the audit trail: the injection log's hash chain, the facts the contradiction
+auditor checks and its findings."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
+from django.db.models import Q
+
+from audit_app.contracts import BrokenRecord, ChainVerification, FindingOut
 from audit_app.domain.chain import record_hash, sha256_text
-from audit_app.models import GENESIS_HASH, InjectionRecord
-from audit_app.services import record_payload
+from audit_app.domain.contradictions import HeldFact
+from audit_app.models import (
+    GENESIS_HASH,
+    ContradictionFinding,
+    FindingState,
+    InjectionRecord,
+    record_payload,
+)
+from graph_app.models import TemporalFact
+from memoryproject.models import Project
 
 
-def injection_log_verify() -> dict[str, Any]:
+def _break_reason(record: InjectionRecord, expected_seq: int, expected_prev: str) -> str:
+    if record.seq != expected_seq:
+        return f"seq {record.seq} follows {expected_seq - 1}: a record is missing"
+    if record.prev_hash != expected_prev:
+        return "prev_hash does not match the previous record's hash"
+    if sha256_text(record.system_prompt) != record.prompt_sha256:
+        return "system_prompt does not match prompt_sha256"
+    if record_hash(record_payload(record)) != record.record_hash:
+        return "record_hash does not match the record's fields"
+    return ""
+
+
+def injection_log_verify() -> ChainVerification:
     """Recomputes every record's hash in seq order; names the first record that breaks."""
     expected_prev = GENESIS_HASH
     expected_seq = 1
     checked = 0
     for record in InjectionRecord.objects.order_by("seq").iterator(chunk_size=2000):
-        reason = ""
-        if record.seq != expected_seq:
-            reason = f"seq {record.seq} follows {expected_seq - 1}: a record is missing"
-        elif record.prev_hash != expected_prev:
-            reason = "prev_hash does not match the previous record's hash"
-        elif sha256_text(record.system_prompt) != record.prompt_sha256:
-            reason = "system_prompt does not match prompt_sha256"
-        elif record_hash(record_payload(record)) != record.record_hash:
-            reason = "record_hash does not match the record's fields"
+        reason = _break_reason(record, expected_seq, expected_prev)
         if reason:
-            return {
-                "ok": False,
-                "checked": checked,
-                "first_broken": {"id": record.pk, "seq": record.seq, "reason": reason},
-            }
+            broken = BrokenRecord(id=record.pk, seq=record.seq, reason=reason)
+            return ChainVerification(ok=False, checked=checked, first_broken=broken)
         checked += 1
         expected_prev = record.record_hash
         expected_seq = record.seq + 1
-    return {"ok": True, "checked": checked, "first_broken": None}
+    return ChainVerification(ok=True, checked=checked, first_broken=None)
+
+
+def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:
+    """The project's facts valid at ``at`` as recorded now, as the contradiction rules read
+    them (one query over the plain columns: audits run over 100,000 facts)."""
+    rows = (
+        TemporalFact.objects.filter(project=project, valid_from__lte=at)
+        .filter(Q(valid_until__isnull=True) | Q(valid_until__gt=at))
+        .order_by()
+        .values_list(
+            "id",
+            "subject__slug",
+            "predicate",
+            "object_value",
+            "singular",
+            "valid_from",
+            "recorded_at",
+            "sha256",
+        )
+    )
+    return [HeldFact(*row) for row in rows.iterator(chunk_size=5000)]
+
+
+def findings_by_fingerprint(*, project: Project) -> dict[str, ContradictionFinding]:
+    return {f.fingerprint: f for f in ContradictionFinding.objects.filter(project=project)}
+
+
+def open_findings_of_facts(*, project: Project) -> dict[str, int]:
+    """Fact id -> the id of an open contradiction finding that names it."""
+    marks: dict[str, int] = {}
+    for finding_id, fact_ids in ContradictionFinding.objects.filter(
+        project=project, state=FindingState.OPEN
+    ).values_list("id", "fact_ids"):
+        for fact_id in fact_ids:
+            marks.setdefault(fact_id, finding_id)
+    return marks
+
+
+def finding_view(finding: ContradictionFinding) -> FindingOut:
+    return FindingOut(
+        id=finding.pk,
+        rule=finding.rule,  # type: ignore[arg-type]
+        subject=finding.subject,
+        fact_ids=list(finding.fact_ids),
+        evidence=finding.evidence,
+        suggestion=finding.suggestion,
+        resolvable=bool(finding.keep_fact),
+        state=finding.state,  # type: ignore[arg-type]
+        settled_by=finding.settled_by,
+        reason=finding.reason,
+    )

@@ -4,41 +4,25 @@ rewritten by hand (facts change only through the services: supersession, retract
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from graph_app.models import Entity, Episode, TemporalFact
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from memoryproject.admin import ServiceRowsAdmin
 
 
 @admin.register(Entity)
-class EntityAdmin(admin.ModelAdmin):
+class EntityAdmin(ServiceRowsAdmin):
+    """Entities are created on first mention by facts and episodes; kind and name are edited."""
+
+    allow_change = True
     list_display = ["slug", "kind", "name", "project", "created_at"]
     list_filter = ["project", "kind"]
     search_fields = ["slug", "name"]
     readonly_fields = ["project", "slug", "created_at"]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # entities are created on first mention by facts and episodes
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(TemporalFact)
-class TemporalFactAdmin(ReadOnlyAdmin):
+class TemporalFactAdmin(ServiceRowsAdmin):
     list_display = [
         "id",
         "subject",
@@ -61,7 +45,7 @@ class TemporalFactAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Episode)
-class EpisodeAdmin(ReadOnlyAdmin):
+class EpisodeAdmin(ServiceRowsAdmin):
     list_display = ["id", "category", "title", "occurred_at", "external_id", "project"]
     list_filter = ["project", "category"]
     search_fields = ["id", "title", "content", "external_id"]

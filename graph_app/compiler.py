@@ -10,21 +10,22 @@ that more sources fit.
 
 The tokenized index is kept per project in process memory, keyed by the project's graph
 revision. A compile reads the revision (one small query); when it moved, only the facts and
-episodes stamped with a later revision are fetched and replaced in the index, whose BM25
-statistics then score exactly like a fresh build. A lock per project makes this thread-safe.
+episodes stamped with a later revision are fetched (``graph_app.index_selectors``) and replaced
+in the index, whose BM25 statistics then score exactly like a fresh build. A lock per project
+makes this thread-safe.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from graph_app.domain.packing import PackItem, pack
-from graph_app.domain.records import sha256_of
+from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
+from graph_app.contracts.graph import FactOut
+from graph_app.domain.packing import Packed, PackItem, pack
 from graph_app.domain.render import (
     best_passage,
     day,
@@ -40,20 +41,18 @@ from graph_app.domain.retrieval import (
     INF,
     MemoryDoc,
     MemoryIndex,
+    Ranking,
     RankParams,
     Visibility,
 )
 from graph_app.domain.tokenize import occurrence_terms, tokenize, tokenize_query
-from graph_app.models import Episode, TemporalFact
+from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
 from graph_app.selectors import facts_visible_at, graph_revision_current
-from memoryproject.errors import validation_error
+from memoryproject.contracts import takes
 from memoryproject.models import Project
-from memoryproject.timeutil import iso, parse_aware_datetime, utcnow
+from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens
 
-MAX_TOKENS_MIN = 64
-MAX_TOKENS_MAX = 32_000
-QUERY_MAX_CHARS = 4_000
 TITLE = "# Memory context"
 FACTS_SECTION = "Facts"
 # Relevance is normalised to the best match (1.0) and raised to this power before packing by
@@ -76,7 +75,7 @@ PREVIEW_TOKENS = 16
 class _Item:
     """What the compiler needs to render and report one document."""
 
-    kind: str
+    kind: Literal["fact", "episode"]
     id: str
     citation: str
     line: str
@@ -93,58 +92,6 @@ class _Item:
 
 def _ts(value: datetime | None, default: float = INF) -> float:
     return value.timestamp() if value is not None else default
-
-
-FACT_FIELDS = (
-    "id",
-    "subject__slug",
-    "subject__name",
-    "predicate",
-    "object_value",
-    "object_entity__slug",
-    "valid_from",
-    "valid_until",
-    "recorded_at",
-    "closed_at",
-    "superseded_by_id",
-    "source_episode_id",
-    "source_episode__title",
-    "sha256",
-)
-EPISODE_FIELDS = (
-    "id",
-    "category",
-    "title",
-    "content",
-    "files_touched",
-    "entities_mentioned",
-    "metadata",
-    "occurred_at",
-    "recorded_at",
-    "external_id",
-)
-
-
-def fact_rows_changed_since(*, project: Project, revision: int) -> Iterator[dict[str, Any]]:
-    """The facts created or changed after ``revision``, as plain rows with the names of their
-    entities and source episode: building an index over 100,000 facts is dominated by model
-    instantiation otherwise."""
-    return (
-        TemporalFact.objects.filter(project=project, revision__gt=revision)
-        .order_by("revision", "id")
-        .values(*FACT_FIELDS)
-        .iterator(chunk_size=5000)
-    )
-
-
-def episode_rows_changed_since(*, project: Project, revision: int) -> Iterator[dict[str, Any]]:
-    """The episodes recorded after ``revision``, as plain rows."""
-    return (
-        Episode.objects.filter(project=project, revision__gt=revision)
-        .order_by("revision", "id")
-        .values(*EPISODE_FIELDS)
-        .iterator(chunk_size=5000)
-    )
 
 
 def _fact_status(row: dict[str, Any]) -> str:
@@ -314,41 +261,6 @@ def compiler_cache_clear() -> None:
         _cache.clear()
 
 
-# --- validation -------------------------------------------------------------------------------
-
-
-def _validate_query(query: object) -> str:
-    if not isinstance(query, str):
-        raise validation_error("query", "must be a non-empty string")
-    text = query.strip()
-    if not text:
-        raise validation_error("query", "must not be empty")
-    if len(text) > QUERY_MAX_CHARS:
-        raise validation_error("query", f"at most {QUERY_MAX_CHARS} characters")
-    return text
-
-
-def _validate_max_tokens(value: object) -> int:
-    rule = f"must be an integer from {MAX_TOKENS_MIN} to {MAX_TOKENS_MAX}"
-    if isinstance(value, bool):
-        raise validation_error("max_tokens", rule)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if not isinstance(value, int) or not MAX_TOKENS_MIN <= value <= MAX_TOKENS_MAX:
-        raise validation_error("max_tokens", f"{rule}, got {value!r}")
-    return value
-
-
-def _validate_bool(value: object, field: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0"}:
-        return value.strip().lower() in {"true", "1"}
-    raise validation_error(field, f"must be true or false, got {value!r}")
-
-
 # --- compiling --------------------------------------------------------------------------------
 
 
@@ -374,88 +286,92 @@ def _warm_preview(body: str) -> None:
         _count(" " + part)
 
 
-def _line_as_known(item: _Item, view: dict[str, Any] | None) -> _Item:
+def _line_as_known(item: _Item, known: FactOut | None) -> _Item:
     """A fact's line as it read at an earlier transaction time (closure not yet known)."""
-    if item.kind != "fact" or view is None:
+    if item.kind != "fact" or known is None:
         return item
     fields = dict(item.fact_fields)
-    if view.get("valid_until") is None and fields["valid_until"] is not None:
+    if known.valid_until is None and fields["valid_until"] is not None:
         fields.update(valid_until=None, status="active")
-    fields["sha256"] = view.get("sha256") or fields["sha256"]
+    fields["sha256"] = known.sha256 or fields["sha256"]
     line, keep = fact_line(**fields)
     return replace(item, line=line, keep=keep, line_tokens=-1)
 
 
-def context_compile(
-    *,
-    project: Project,
-    query: str,
-    max_tokens: int = 1200,
-    as_of: datetime | str | None = None,
-    known_at: datetime | str | None = None,
-    include_superseded: bool = False,
-) -> dict[str, Any]:
-    """The most relevant memory for ``query`` as cited markdown of at most ``max_tokens``.
+@dataclass(frozen=True)
+class _Ranked:
+    """A ranking with what it needs from the index, taken under the index's lock: a concurrent
+    refresh may replace documents right after it."""
 
-    Superseded or retracted facts are left out (and counted in ``suppressed_stale``) unless
-    ``include_superseded``. ``as_of``/``known_at`` compile what an agent would have received
-    then: facts valid at ``as_of`` as known at ``known_at`` (either defaults to the other; a
-    missing ``known_at`` alone means now), over the memory recorded by ``known_at``.
-    """
-    text = _validate_query(query)
-    budget = _validate_max_tokens(max_tokens)
-    as_of_dt = parse_aware_datetime(as_of, field="as_of")
-    known_dt = parse_aware_datetime(known_at, field="known_at")
-    history = _validate_bool(include_superseded, "include_superseded")
+    revision: int
+    ranking: Ranking
+    payloads: dict[str, _Item]
+    # the query terms' smoothed IDF, which picks an episode's best-matching sentences
+    weights: dict[str, float]
+    # time travel without history: each fact as it was known then, by document key
+    views: dict[str, FactOut]
 
+
+def _visible(
+    project: Project, entry: _ProjectIndex, params: CompileInput
+) -> tuple[MemoryIndex, Visibility, dict[str, FactOut]]:
+    """What a compile sees: the live memory, or at ``as_of``/``known_at`` the facts valid at
+    ``as_of`` (default ``known_at``) as known at ``known_at`` (default now), over the memory
+    recorded by then. Called under the entry's lock."""
+    if params.as_of is None and params.known_at is None:
+        return entry.index, Visibility(include_superseded=params.include_superseded), {}
+    known = params.known_at or utcnow()
+    at = params.as_of or known
+    index = entry.index
+    if known.timestamp() < entry.max_recorded:
+        # Replay: the statistics of the memory as it had been recorded by then.
+        index = index.subset(
+            key for key, doc in index.docs.items() if doc.recorded_at <= known.timestamp()
+        )
+    views: dict[str, FactOut] = {}
+    if not params.include_superseded:
+        # Each line shows the fact as then known, hash included.
+        views = {
+            f"fact:{f.fact.id}": f.fact
+            for f in facts_visible_at(project=project, as_of=at, known_at=known)
+        }
+    visibility = Visibility(
+        as_of=at.timestamp(),
+        known_at=known.timestamp(),
+        include_superseded=params.include_superseded,
+        fact_keys=None if params.include_superseded else frozenset(views),
+    )
+    return index, visibility, views
+
+
+def _rank(project: Project, text: str, params: CompileInput) -> _Ranked:
+    """Refreshes the project's index and ranks its visible documents against ``text``."""
     entry = _project_index(project)
-    views: dict[str, dict[str, Any]] = {}
     with entry.lock:
         revision = entry.refresh(project)
-        index = entry.index
-        if as_of_dt is None and known_dt is None:
-            visibility = Visibility(include_superseded=history)
-        else:
-            known = known_dt or utcnow()
-            at = as_of_dt or known
-            if known.timestamp() < entry.max_recorded:
-                # Replay: the statistics of the memory as it had been recorded by then.
-                index = index.subset(
-                    key for key, doc in index.docs.items() if doc.recorded_at <= known.timestamp()
-                )
-            if not history:
-                # Each line shows the fact as then known, hash included.
-                views = {
-                    f"fact:{f.view['id']}": {**f.view, "sha256": sha256_of(f.canonical)}
-                    for f in facts_visible_at(project=project, as_of=at, known_at=known)
-                }
-            visibility = Visibility(
-                as_of=at.timestamp(),
-                known_at=known.timestamp(),
-                include_superseded=history,
-                fact_keys=None if history else frozenset(views),
-            )
+        index, visibility, views = _visible(project, entry, params)
         ranking = index.rank(text, visibility, RANK_PARAMS)
-        # Taken under the lock: a concurrent refresh may replace documents afterwards.
-        payloads = {key: index.docs[key].payload for key, _ in ranking.ranked}
+        payloads = {key: _payload(index.docs[key]) for key, _ in ranking.ranked}
         weights = {term: index.bm25.smooth_idf(term) for term in set(tokenize_query(text))}
+    return _Ranked(revision, ranking, payloads, weights, views)
 
-    def preview(candidate: PackItem) -> PackItem | None:
-        head, body = candidate.text[: candidate.keep], candidate.text[candidate.keep :]
-        passage = best_passage(
-            body, weights, tokenize=_terms, count=_count, max_tokens=PREVIEW_TOKENS
-        )
-        return None if passage is None else replace(candidate, text=head + passage)
 
+def _payload(doc: MemoryDoc) -> _Item:
+    item = doc.payload
+    assert isinstance(item, _Item)
+    return item
+
+
+def _candidates(ranked: _Ranked, budget: int) -> tuple[list[PackItem], dict[str, int]]:
+    """The best lines in rank order, enough to fill the budget several times over, and the
+    tokens of those counted when they were indexed."""
     candidates: list[PackItem] = []
-    line_counts: list[int] = []
-    utilities = dict(ranking.ranked)
+    counted: dict[str, int] = {}
     total = 0
-    for key, utility in ranking.ranked:
-        item = payloads[key]
-        assert isinstance(item, _Item)
-        if views:
-            item = _line_as_known(item, views.get(key))
+    for key, utility in ranked.ranking.ranked:
+        item = ranked.payloads[key]
+        if ranked.views:
+            item = _line_as_known(item, ranked.views.get(key))
         candidates.append(
             PackItem(
                 key=key,
@@ -468,18 +384,32 @@ def context_compile(
                 previewable=item.kind == "episode",
             )
         )
-        line_counts.append(item.line_tokens)
+        if item.line_tokens >= 0:
+            counted[item.line] = item.line_tokens
         total += item.line_tokens if item.line_tokens >= 0 else _count(item.line)
         if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
             break
-    # Lines were counted when indexed; everything else (framing, previews) is counted here.
-    counted = {c.text: t for c, t in zip(candidates, line_counts, strict=True) if t >= 0}
+    return candidates, counted
+
+
+def _pack(ranked: _Ranked, budget: int) -> Packed:
+    """The cited markdown of the best candidates that fits ``budget``: full lines first, then
+    previews."""
+    candidates, counted = _candidates(ranked, budget)
 
     def count(text: str) -> int:
+        # Lines were counted when indexed; everything else (framing, previews) is counted here.
         tokens = counted.get(text)
         return tokens if tokens is not None else _count(text)
 
-    packed = pack(
+    def preview(candidate: PackItem) -> PackItem | None:
+        head, body = candidate.text[: candidate.keep], candidate.text[candidate.keep :]
+        passage = best_passage(
+            body, ranked.weights, tokenize=_terms, count=_count, max_tokens=PREVIEW_TOKENS
+        )
+        return None if passage is None else replace(candidate, text=head + passage)
+
+    return pack(
         candidates,
         max_tokens=budget,
         count=count,
@@ -489,32 +419,46 @@ def context_compile(
         full_share=FULL_SHARE,
     )
 
+
+@takes(CompileInput)
+def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
+    """The most relevant memory for ``params.query`` as cited markdown of at most
+    ``params.max_tokens`` tokens.
+
+    Superseded or retracted facts are left out (and counted in ``suppressed_stale``) unless
+    ``include_superseded``. ``as_of``/``known_at`` compile what an agent would have received
+    then: facts valid at ``as_of`` as known at ``known_at`` (``as_of`` defaults to
+    ``known_at``, ``known_at`` to now), over the memory recorded by ``known_at``.
+    """
+    text = params.query.strip()
+    ranked = _rank(project, text, params)
+    packed = _pack(ranked, params.max_tokens)
+    utilities = dict(ranked.ranking.ranked)
     items = []
     for packed_item in packed.items:
-        item = payloads[packed_item.key]
-        assert isinstance(item, _Item)
+        item = ranked.payloads[packed_item.key]
         items.append(
-            {
-                "kind": item.kind,
-                "id": item.id,
-                "external_id": item.external_id,
-                "score": round(utilities[packed_item.key], 6),
-                "tokens": packed_item.tokens,
-                "citation": item.citation,
-                "truncated": packed_item.truncated,
-            }
+            CompiledItem(
+                kind=item.kind,
+                id=item.id,
+                external_id=item.external_id,
+                score=round(utilities[packed_item.key], 6),
+                tokens=packed_item.tokens,
+                citation=item.citation,
+                truncated=packed_item.truncated,
+            )
         )
-    return {
-        "project": project.slug,
-        "query": text,
-        "markdown": packed.markdown,
-        "token_count": packed.token_count,
-        "max_tokens": budget,
-        "as_of": iso(as_of_dt),
-        "known_at": iso(known_dt),
-        "include_superseded": history,
-        "revision": revision,
-        "items": items,
-        "citations": [i["citation"] for i in items],
-        "suppressed_stale": ranking.suppressed_stale,
-    }
+    return CompileResult(
+        project=project.slug,
+        query=text,
+        markdown=packed.markdown,
+        token_count=packed.token_count,
+        max_tokens=params.max_tokens,
+        as_of=params.as_of,
+        known_at=params.known_at,
+        include_superseded=params.include_superseded,
+        revision=ranked.revision,
+        items=items,
+        citations=[i.citation for i in items],
+        suppressed_stale=ranked.ranking.suppressed_stale,
+    )

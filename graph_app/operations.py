@@ -2,8 +2,50 @@
 
 from __future__ import annotations
 
-from memoryproject.operations import Operation  # noqa: F401
+from graph_app.compiler import context_compile
+from graph_app.contracts import graph as g
+from graph_app.contracts.compile import CompileInput, CompileResult
+from graph_app.selectors import entity_query, episode_get, fact_get, graph_as_of, integrity_verify
+from graph_app.services import entity_upsert, episode_record, fact_retract, fact_upsert
+from memoryproject.operations import Operation
 
 # --- graph (facts, episodes, entities, time travel, integrity) ---------------------------------
 
+
+def _created(result: g.FactUpsertResult | g.EpisodeRecordResult) -> bool:
+    # 201 for a new record; an identical re-assertion or re-recording answers 200.
+    return result.created
+
+
+FACT_UPSERT = Operation(
+    "memory_upsert_fact", g.FactUpsertInput, g.FactUpsertResult, "write", fact_upsert, _created
+)
+FACT_GET = Operation("fact_get", g.FactGetInput, g.FactOut, "read", fact_get)
+FACT_RETRACT = Operation(
+    "memory_retract_fact", g.FactRetractInput, g.FactRetractResult, "write", fact_retract
+)
+EPISODE_RECORD = Operation(
+    "memory_record_episode",
+    g.EpisodeRecordInput,
+    g.EpisodeRecordResult,
+    "write",
+    episode_record,
+    _created,
+)
+EPISODE_GET = Operation("episode_get", g.EpisodeGetInput, g.EpisodeOut, "read", episode_get)
+ENTITY_UPSERT = Operation("entity_upsert", g.EntityUpsertInput, g.EntityOut, "write", entity_upsert)
+ENTITY_QUERY = Operation(
+    "memory_query_entity", g.EntityQueryInput, g.EntityQueryResult, "read", entity_query
+)
+TIME_TRAVEL = Operation(
+    "memory_time_travel", g.TimeTravelInput, g.TimeTravelResult, "read", graph_as_of
+)
+INTEGRITY_VERIFY = Operation(
+    "memory_verify_integrity", g.IntegrityInput, g.IntegrityResult, "read", integrity_verify
+)
+
 # --- context compiler ---------------------------------------------------------------------------
+# Only reads memory: a read-scoped key may compile (a POST only because the query can be long).
+CONTEXT_COMPILE = Operation(
+    "memory_compile_context", CompileInput, CompileResult, "read", context_compile
+)

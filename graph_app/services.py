@@ -1,141 +1,51 @@
 """Writes on the knowledge graph: facts (with supersession), retractions, episodes, entities.
 
-Every write validates all of its input before touching the database, then runs in one
-transaction that first takes the project's graph lock (its GraphRevision row), bumps the
-revision and stamps every row it creates or changes with it. The lock serialises writers of one
-project, so concurrent upserts of a singular predicate form one linear supersession chain; the
-partial unique constraint on active singular facts is the database's last word if anything
-bypasses it. Answers are JSON-ready dicts, the REST response bodies as they are.
+Each write takes its typed input (``graph_app.contracts.graph``), which has already checked every
+bound and rule, then runs in one transaction that first takes the project's graph lock (its
+GraphRevision row), bumps the revision and stamps every row it creates or changes with it. The
+lock serialises writers of one project, so concurrent upserts of a singular predicate form one
+linear supersession chain; the partial unique constraint on active singular facts is the
+database's last word if anything bypasses it. Answers are the typed outputs of the contracts.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
-from graph_app.domain.hashing import canonical_json
-from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
-from graph_app.domain.supersession import ChainFact, place_fact
-from graph_app.models import (
-    Entity,
-    Episode,
-    EpisodeCategory,
-    EpisodeFile,
-    GraphRevision,
-    TemporalFact,
+from graph_app.contracts.graph import (
+    EntityOut,
+    EntityUpsertInput,
+    EpisodeRecordInput,
+    EpisodeRecordResult,
+    FactOut,
+    FactRetractInput,
+    FactRetractResult,
+    FactUpsertInput,
+    FactUpsertResult,
 )
-from graph_app.selectors import entity_as_dict, episode_as_dict, fact_as_dict
+from graph_app.domain.records import sha256_of
+from graph_app.domain.supersession import ChainFact, Placement, place_fact
+from graph_app.models import Entity, Episode, EpisodeFile, GraphRevision, TemporalFact
+from graph_app.selectors import (
+    EPISODE_VALUE_FIELDS,
+    FACT_RELATED,
+    FACT_VALUE_FIELDS,
+    entity_view,
+    episode_canonical_of,
+    episode_view,
+    fact_canonical_of,
+    fact_view,
+    instance_row,
+)
+from memoryproject.contracts import takes
 from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
-from memoryproject.timeutil import parse_aware_datetime, utcnow
-
-ENTITY_ID_MAX = 128
-ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+#-]*$")
-ENTITY_ID_RULE = (
-    "letters, digits and _ . : / @ + # -, starting with a letter or digit, "
-    f"at most {ENTITY_ID_MAX} characters"
-)
-ENTITY_KIND_MAX = 32
-PREDICATE_MAX = 128
-OBJECT_VALUE_MAX = 2_000
-TITLE_MAX = 300
-CONTENT_MAX = 50_000
-FILES_MAX = 200
-FILE_PATH_MAX = 500
-ENTITIES_MENTIONED_MAX = 200
-EXTERNAL_ID_MAX = 200
-METADATA_MAX_CHARS = 10_000
-NAME_MAX = 200
-ALIASES_MAX = 50
-CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-
-
-# --- validation (pure checks; every error names the field and the rule) -------------------
-
-
-def _text(value: object, *, field: str, max_len: int, required: bool = True) -> str:
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise validation_error(field, f"must be a string, got {type(value).__name__}")
-    text = value.strip()
-    if required and not text:
-        raise validation_error(field, "must not be empty")
-    if len(text) > max_len:
-        raise validation_error(field, f"at most {max_len} characters, got {len(text)}")
-    return text
-
-
-def validate_entity_id(value: object, *, field: str) -> str:
-    slug = _text(value, field=field, max_len=ENTITY_ID_MAX)
-    if not ENTITY_ID_RE.match(slug):
-        raise validation_error(field, f"'{slug[:60]}' is not an entity id; use {ENTITY_ID_RULE}")
-    return slug
-
-
-def _predicate(value: object) -> str:
-    text = _text(value, field="predicate", max_len=PREDICATE_MAX)
-    if CONTROL_CHARS.search(text) or " " in text:
-        raise validation_error("predicate", "must be one word without spaces (e.g. depends_on)")
-    return text
-
-
-def _confidence(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise validation_error("confidence", "must be a number between 0 and 1")
-    number = float(value)
-    if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise validation_error("confidence", "must be a number between 0 and 1")
-    return number
-
-
-def _bool(value: object, *, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise validation_error(field, "must be true or false")
-    return value
-
-
-def _string_list(
-    value: object, *, field: str, max_items: int, item_max: int, entity_ids: bool = False
-) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise validation_error(field, "must be a list of strings")
-    if len(value) > max_items:
-        raise validation_error(field, f"at most {max_items} items, got {len(value)}")
-    items: list[str] = []
-    for index, item in enumerate(value):
-        name = f"{field}[{index}]"
-        text = (
-            validate_entity_id(item, field=name)
-            if entity_ids
-            else _text(item, field=name, max_len=item_max)
-        )
-        if text not in items:
-            items.append(text)
-    return items
-
-
-def _metadata(value: object) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise validation_error("metadata", "must be a JSON object")
-    try:
-        size = len(canonical_json(dict(value)))
-    except Exception as exc:  # the canonicaliser rejects NaN, non-string keys and the like
-        raise validation_error("metadata", f"must be plain JSON ({exc})") from exc
-    if size > METADATA_MAX_CHARS:
-        raise validation_error("metadata", f"at most {METADATA_MAX_CHARS} bytes of JSON")
-    return dict(value)
-
+from memoryproject.timeutil import utcnow
 
 # --- the graph lock and revision --------------------------------------------------------------
 
@@ -186,36 +96,22 @@ def _entities_ensure(project: Project, slugs: Sequence[str], now: datetime) -> l
     return [found[slug] for slug in slugs]
 
 
-def entity_upsert(
-    *,
-    project: Project,
-    entity_id: str,
-    kind: str | None = None,
-    name: str | None = None,
-    aliases: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Creates the entity or updates its kind, display name and aliases."""
-    slug = validate_entity_id(entity_id, field="entity_id")
-    new_kind = _text(kind, field="kind", max_len=ENTITY_KIND_MAX) if kind is not None else None
-    new_name = _text(name, field="name", max_len=NAME_MAX) if name is not None else None
-    new_aliases = (
-        _string_list(aliases, field="aliases", max_items=ALIASES_MAX, item_max=ENTITY_ID_MAX)
-        if aliases is not None
-        else None
-    )
+@takes(EntityUpsertInput)
+def entity_upsert(*, project: Project, params: EntityUpsertInput) -> EntityOut:
+    """Creates the entity or updates its kind, display name and aliases (those given)."""
     with transaction.atomic():
         revision = graph_revision_bump(project)
-        entity = _entity_ensure(project, slug, utcnow())
-        if new_kind is not None:
-            entity.kind = new_kind
-        if new_name is not None:
-            entity.name = new_name
-        if new_aliases is not None:
-            entity.aliases = new_aliases
+        entity = _entity_ensure(project, params.entity_id, utcnow())
+        if params.kind is not None:
+            entity.kind = params.kind
+        if params.name is not None:
+            entity.name = params.name
+        if params.aliases is not None:
+            entity.aliases = params.aliases
         entity.save()
         # Indexes built over facts read their subject's name: mark those facts as changed.
         TemporalFact.objects.filter(project=project, subject=entity).update(revision=revision)
-    return entity_as_dict(entity)
+    return entity_view(entity)
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -226,25 +122,10 @@ def _new_id(prefix: str) -> str:
 
 
 def _fact_seal(fact: TemporalFact) -> None:
-    """Recomputes the fact's sha256 from its canonical form (related rows must be loaded)."""
-    fact.sha256 = sha256_of(
-        fact_canonical(
-            id=fact.id,
-            project=fact.project.slug,
-            subject=fact.subject.slug,
-            predicate=fact.predicate,
-            object_value=fact.object_value,
-            object_entity=fact.object_entity.slug if fact.object_entity else None,
-            singular=fact.singular,
-            confidence=fact.confidence,
-            valid_from=fact.valid_from,
-            valid_until=fact.valid_until,
-            recorded_at=fact.recorded_at,
-            closed_at=fact.closed_at,
-            superseded_by=fact.superseded_by_id,
-            source_episode=fact.source_episode_id,
-        )
-    )
+    """Recomputes the fact's sha256 from its canonical form (related rows must be loaded), by
+    the same function integrity verification reads it with."""
+    row = instance_row(fact, FACT_VALUE_FIELDS)
+    fact.sha256 = sha256_of(fact_canonical_of(row, fact.project.slug))
 
 
 def _fact_close(
@@ -271,63 +152,22 @@ def _fact_close(
     )
 
 
-def fact_upsert(
-    *,
-    project: Project,
-    subject_id: str,
-    predicate: str,
-    object_value: str | None = None,
-    singular: bool = True,
-    valid_from: datetime | str | None = None,
-    source_episode: str | None = None,
-    object_entity: str | None = None,
-    confidence: float = 1.0,
-) -> dict[str, Any]:
+@takes(FactUpsertInput)
+def fact_upsert(*, project: Project, params: FactUpsertInput) -> FactUpsertResult:
     """Asserts ``subject predicate object`` from ``valid_from`` (default: now).
 
     Entities are created on first mention (the subject, and ``object_entity`` when the object
     is itself an entity: such facts are the graph's edges). For a singular predicate the active
     fact is closed at the new ``valid_from`` and superseded by the new one; re-asserting the
     active fact changes nothing; a fact starting before the recorded ones is kept as history.
-    Answers ``{fact, created, outcome: active|history|unchanged, superseded: [...]}``.
+    Answers the fact, whether it was created, its outcome (active, history or unchanged) and
+    the facts it superseded.
     """
-    subject_slug = validate_entity_id(subject_id, field="subject_id")
-    predicate = _predicate(predicate)
-    object_slug = (
-        validate_entity_id(object_entity, field="object_entity")
-        if object_entity not in (None, "")
-        else None
-    )
-    value = _text(object_value, field="object_value", max_len=OBJECT_VALUE_MAX, required=False)
-    if not value:
-        if object_slug is None:
-            raise validation_error("object_value", "must not be empty")
-        value = object_slug
-    if CONTROL_CHARS.search(value.replace("\n", "").replace("\t", "")):
-        raise validation_error("object_value", "must not contain control characters")
-    singular = _bool(singular, field="singular")
-    confidence = _confidence(confidence)
-    start = parse_aware_datetime(valid_from, field="valid_from")
-    episode_id = (
-        _text(source_episode, field="source_episode", max_len=40) if source_episode else None
-    )
-
     try:
         with transaction.atomic():
             # The bump locks the project's graph first: what follows reads a settled chain.
             revision = graph_revision_bump(project)
-            return _fact_place(
-                project=project,
-                revision=revision,
-                subject_slug=subject_slug,
-                predicate=predicate,
-                value=value,
-                object_slug=object_slug,
-                singular=singular,
-                confidence=confidence,
-                start=start,
-                episode_id=episode_id,
-            )
+            return _fact_place(project=project, revision=revision, params=params)
     except IntegrityError as exc:
         # Only reachable when a writer bypasses the graph lock; the partial unique index held.
         raise ConflictError(
@@ -416,75 +256,72 @@ def _chain_load(
     return subject, facts
 
 
-def _fact_place(
-    *,
-    project: Project,
-    revision: int,
-    subject_slug: str,
-    predicate: str,
-    value: str,
-    object_slug: str | None,
-    singular: bool,
-    confidence: float,
-    start: datetime | None,
-    episode_id: str | None,
-) -> dict[str, Any]:
+def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> FactUpsertResult:
+    episode_id = params.source_episode
     if episode_id and not Episode.objects.filter(project=project, id=episode_id).exists():
         raise validation_error("source_episode", f"no episode '{episode_id}' in this project")
     now = utcnow()
-    start = start or now
+    start = params.valid_from or now
     subject, chain_rows = _chain_load(
         project=project,
-        subject_slug=subject_slug,
-        predicate=predicate,
-        singular=singular,
+        subject_slug=params.subject_id,
+        predicate=params.predicate,
+        singular=params.singular,
         start=start,
     )
-    chain = [
-        ChainFact(
-            id=f.id,
-            object_value=f.object_value,
-            object_entity=f.object_entity.slug if f.object_entity else None,
-            valid_from=f.valid_from,
-            valid_until=f.valid_until,
-            recorded_at=f.recorded_at,
-            retracted=f.valid_until is not None and f.superseded_by_id is None,
-        )
-        for f in chain_rows
-    ]
     placement = place_fact(
-        chain, object_value=value, object_entity=object_slug, valid_from=start, singular=singular
+        [_chain_fact(f) for f in chain_rows],
+        object_value=params.value,
+        object_entity=params.object_entity,
+        valid_from=start,
+        singular=params.singular,
     )
     by_id = {f.id: f for f in chain_rows}
     if placement.outcome == "unchanged":
         assert placement.existing_id is not None
-        existing = by_id[placement.existing_id]
         # Nothing was written: undo the revision bump (and release the lock) with the rest.
         transaction.set_rollback(True)
-        return {
-            "fact": fact_as_dict(existing),
-            "created": False,
-            "outcome": "unchanged",
-            "superseded": [],
-        }
-
-    if subject is None:
-        subject = _entity_ensure(project, subject_slug, now)
-    obj_entity = _entity_ensure(project, object_slug, now) if object_slug else None
+        existing = fact_view(by_id[placement.existing_id])
+        return FactUpsertResult(fact=existing, created=False, outcome="unchanged", superseded=[])
     fact = TemporalFact(
         id=_new_id("fact"),
         project=project,
-        subject=subject,
-        predicate=predicate,
-        object_value=value,
-        object_entity=obj_entity,
-        singular=singular,
-        confidence=confidence,
+        subject=subject or _entity_ensure(project, params.subject_id, now),
+        object_value=params.value,
+        object_entity=(
+            _entity_ensure(project, params.object_entity, now) if params.object_entity else None
+        ),
         valid_from=start,
         recorded_at=now,
         source_episode_id=episode_id,
         revision=revision,
+        **params.model_dump(include={"predicate", "singular", "confidence"}),
     )
+    superseded = _fact_insert(fact, placement, by_id, now=now)
+    return FactUpsertResult(
+        fact=fact_view(fact),
+        created=True,
+        outcome=placement.outcome,
+        superseded=[fact_view(f) for f in superseded],
+    )
+
+
+def _chain_fact(fact: TemporalFact) -> ChainFact:
+    return ChainFact(
+        id=fact.id,
+        object_value=fact.object_value,
+        object_entity=fact.object_entity.slug if fact.object_entity else None,
+        valid_from=fact.valid_from,
+        valid_until=fact.valid_until,
+        recorded_at=fact.recorded_at,
+        retracted=fact.valid_until is not None and fact.superseded_by_id is None,
+    )
+
+
+def _fact_insert(
+    fact: TemporalFact, placement: Placement, chain: dict[str, TemporalFact], *, now: datetime
+) -> list[TemporalFact]:
+    """Inserts the new ``fact`` where ``placement`` puts it; answers the facts it closed."""
     superseded: list[TemporalFact] = []
     if placement.outcome == "history":
         fact.valid_until = placement.valid_until
@@ -492,157 +329,144 @@ def _fact_place(
         fact.superseded_by_id = placement.successor_id
     elif placement.close_id is not None:
         # Closed before the insert: the partial unique index allows one open singular fact.
-        closing = by_id[placement.close_id]
-        _fact_close(closing, valid_until=start, now=now, revision=revision, superseded_by=fact.id)
+        closing = chain[placement.close_id]
+        _fact_close(
+            closing,
+            valid_until=fact.valid_from,
+            now=now,
+            revision=fact.revision,
+            superseded_by=fact.id,
+        )
         superseded.append(closing)
     _fact_seal(fact)
     fact.save(force_insert=True)
-    return {
-        "fact": fact_as_dict(fact),
-        "created": True,
-        "outcome": placement.outcome,
-        "superseded": [fact_as_dict(f) for f in superseded],
-    }
+    return superseded
 
 
-def fact_retract(
-    *, project: Project, fact_id: str, at: datetime | str | None = None
-) -> dict[str, Any]:
+def _fact_open(project: Project, fact_id: str) -> TemporalFact:
+    """The project's fact ``fact_id`` while it is still active; 404 or 409 otherwise. Call
+    after the graph lock is taken."""
+    fact = (
+        TemporalFact.objects.select_related(*FACT_RELATED)
+        .filter(project=project, pk=fact_id)
+        .first()
+    )
+    if fact is None:
+        raise NotFoundError(f"fact_id: no fact '{fact_id}' in this project", field="fact_id")
+    if fact.valid_until is not None:
+        raise ConflictError(
+            f"fact_id: fact '{fact_id}' is already {fact.status} "
+            f"(valid until {fact.valid_until.isoformat()})",
+            field="fact_id",
+        )
+    return fact
+
+
+@takes(FactRetractInput)
+def fact_retract(*, project: Project, params: FactRetractInput) -> FactRetractResult:
     """Closes an active fact's validity at ``at`` (default: now) without a replacement."""
-    fact_id = _text(fact_id, field="fact_id", max_len=40)
-    end = parse_aware_datetime(at, field="at")
     with transaction.atomic():
         revision = graph_revision_bump(project)
-        fact = (
-            TemporalFact.objects.select_related("project", "subject", "object_entity")
-            .filter(project=project, pk=fact_id)
-            .first()
-        )
-        if fact is None:
-            raise NotFoundError(f"fact_id: no fact '{fact_id}' in this project", field="fact_id")
-        if fact.valid_until is not None:
-            raise ConflictError(
-                f"fact_id: fact '{fact_id}' is already {fact.status} "
-                f"(valid until {fact.valid_until.isoformat()})",
-                field="fact_id",
-            )
+        fact = _fact_open(project, params.fact_id)
         now = utcnow()
-        end = end or now
+        end = params.at or now
         if end < fact.valid_from:
             raise validation_error("at", "must not be before the fact's valid_from")
         _fact_close(fact, valid_until=end, now=now, revision=revision, superseded_by=None)
-        return {"fact": fact_as_dict(fact), "retracted": True}
+        return FactRetractResult(fact=fact_view(fact), retracted=True)
+
+
+def fact_supersede(*, project: Project, fact_id: str, by: str) -> FactOut:
+    """Retires the active fact ``fact_id`` into history, superseded by the project's fact
+    ``by`` (a contradiction settled in favour of the newer statement): its validity ends where
+    ``by``'s begins, or at its own start if ``by`` began earlier."""
+    with transaction.atomic():
+        revision = graph_revision_bump(project)
+        successor = TemporalFact.objects.filter(project=project, pk=by).first()
+        if successor is None:
+            raise NotFoundError(f"by: no fact '{by}' in this project", field="by")
+        fact = _fact_open(project, fact_id)
+        end = max(successor.valid_from, fact.valid_from)
+        _fact_close(fact, valid_until=end, now=utcnow(), revision=revision, superseded_by=by)
+        return fact_view(fact)
 
 
 # --- episodes ---------------------------------------------------------------------------------
 
 
 def _episode_seal(episode: Episode) -> None:
-    episode.sha256 = sha256_of(
-        episode_canonical(
-            id=episode.id,
-            project=episode.project.slug,
-            category=episode.category,
-            title=episode.title,
-            content=episode.content,
-            files_touched=episode.files_touched,
-            entities_mentioned=episode.entities_mentioned,
-            metadata=episode.metadata,
-            occurred_at=episode.occurred_at,
-            recorded_at=episode.recorded_at,
-            external_id=episode.external_id,
-        )
-    )
+    """Computes the episode's sha256 by the function integrity verification reads it with."""
+    row = instance_row(episode, EPISODE_VALUE_FIELDS)
+    episode.sha256 = sha256_of(episode_canonical_of(row, episode.project.slug))
 
 
-def episode_record(
-    *,
-    project: Project,
-    title: str,
-    category: str,
-    content: str,
-    files_touched: Sequence[str] = (),
-    entities_mentioned: Sequence[str] = (),
-    occurred_at: datetime | str | None = None,
-    external_id: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+@takes(EpisodeRecordInput)
+def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRecordResult:
     """Stores an immutable episode and links the entities it mentions (created on first
     mention). Recording the same ``external_id`` again with the same content answers the stored
     episode (``created: false``); with different content it is a conflict."""
-    title = _text(title, field="title", max_len=TITLE_MAX)
-    if not isinstance(category, str) or category not in EpisodeCategory.values:
-        raise validation_error(
-            "category", f"must be one of {', '.join(EpisodeCategory.values)}, got '{category}'"
-        )
-    content = _text(content, field="content", max_len=CONTENT_MAX)
-    files = _string_list(
-        files_touched, field="files_touched", max_items=FILES_MAX, item_max=FILE_PATH_MAX
-    )
-    mentioned = _string_list(
-        entities_mentioned,
-        field="entities_mentioned",
-        max_items=ENTITIES_MENTIONED_MAX,
-        item_max=ENTITY_ID_MAX,
-        entity_ids=True,
-    )
-    when = parse_aware_datetime(occurred_at, field="occurred_at")
-    ext = (
-        _text(external_id, field="external_id", max_len=EXTERNAL_ID_MAX)
-        if external_id not in (None, "")
-        else None
-    )
-    meta = _metadata(metadata)
-
     with transaction.atomic():
         revision = graph_revision_bump(project)
-        if ext is not None:
-            existing = (
-                Episode.objects.select_related("project").filter(project=project, external_id=ext)
-            ).first()
-            if existing is not None:
-                same = (
-                    existing.title == title
-                    and existing.category == category
-                    and existing.content == content
-                    and existing.files_touched == files
-                    and existing.entities_mentioned == mentioned
-                    and existing.metadata == meta
-                    and (when is None or existing.occurred_at == when)
-                )
-                if not same:
-                    raise ConflictError(
-                        f"external_id: an episode with external_id '{ext}' already exists "
-                        f"({existing.id}) with different content; episodes are immutable",
-                        field="external_id",
-                    )
-                transaction.set_rollback(True)  # nothing written: undo the revision bump
-                return {**episode_as_dict(existing), "created": False}
-        now = utcnow()
-        episode = Episode(
-            id=_new_id("ep"),
-            project=project,
-            category=category,
-            title=title,
-            content=content,
-            files_touched=files,
-            entities_mentioned=mentioned,
-            metadata=meta,
-            occurred_at=when or now,
-            recorded_at=now,
-            external_id=ext,
-            revision=revision,
+        existing = _episode_recorded(project, params)
+        if existing is not None:
+            transaction.set_rollback(True)  # nothing written: undo the revision bump
+            return episode_view(existing, EpisodeRecordResult, created=False)
+        episode = _episode_insert(project, params, revision)
+        return episode_view(episode, EpisodeRecordResult, created=True)
+
+
+#: What an episode recorded again under its external_id must repeat (with its metadata and,
+#: when given, its occurred_at).
+_EPISODE_CONTENT = ("title", "category", "content", "files_touched", "entities_mentioned")
+
+
+def _episode_recorded(project: Project, params: EpisodeRecordInput) -> Episode | None:
+    """The episode already recorded under the input's external_id, when its content is the
+    same; a conflict when it differs (episodes are immutable)."""
+    if params.external_id is None:
+        return None
+    existing = (
+        Episode.objects.select_related("project")
+        .filter(project=project, external_id=params.external_id)
+        .first()
+    )
+    if existing is None:
+        return None
+    same = (
+        all(getattr(existing, name) == getattr(params, name) for name in _EPISODE_CONTENT)
+        and existing.metadata == (params.metadata or {})
+        and (params.occurred_at is None or existing.occurred_at == params.occurred_at)
+    )
+    if not same:
+        raise ConflictError(
+            f"external_id: an episode with external_id '{params.external_id}' already exists "
+            f"({existing.id}) with different content; episodes are immutable",
+            field="external_id",
         )
-        _episode_seal(episode)
-        episode.save(force_insert=True)
-        if files:
-            EpisodeFile.objects.bulk_create([EpisodeFile(episode=episode, path=p) for p in files])
-        if mentioned:
-            links = Episode.entities.through
-            links.objects.bulk_create(
-                [
-                    links(episode_id=episode.id, entity_id=entity.pk)
-                    for entity in _entities_ensure(project, mentioned, now)
-                ]
-            )
-        return {**episode_as_dict(episode), "created": True}
+    return existing
+
+
+def _episode_insert(project: Project, params: EpisodeRecordInput, revision: int) -> Episode:
+    now = utcnow()
+    episode = Episode(
+        id=_new_id("ep"),
+        project=project,
+        metadata=params.metadata or {},
+        occurred_at=params.occurred_at or now,
+        recorded_at=now,
+        revision=revision,
+        **params.model_dump(include={*_EPISODE_CONTENT, "external_id"}),
+    )
+    _episode_seal(episode)
+    episode.save(force_insert=True)
+    if params.files_touched:
+        EpisodeFile.objects.bulk_create(
+            [EpisodeFile(episode=episode, path=path) for path in params.files_touched]
+        )
+    if params.entities_mentioned:
+        links = Episode.entities.through
+        mentioned = _entities_ensure(project, params.entities_mentioned, now)
+        links.objects.bulk_create(
+            [links(episode_id=episode.id, entity_id=entity.pk) for entity in mentioned]
+        )
+    return episode

@@ -11,6 +11,23 @@ admin.site.site_header = "memoryproject console"
 admin.site.site_title = "memoryproject"
 
 
+class ServiceRowsAdmin(admin.ModelAdmin):
+    """Rows that only the services create (so hashes, history and receipts stay true): never
+    added here; changed or deleted only where a subclass allows it."""
+
+    allow_change = False
+    allow_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return self.allow_change and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return self.allow_delete and super().has_delete_permission(request, obj)
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]

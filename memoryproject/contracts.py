@@ -19,7 +19,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Self, TypeVar
 
@@ -39,6 +39,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_core.core_schema import SerializerFunctionWrapHandler
 
 from memoryproject.errors import ApplicationError
+from memoryproject.timeutil import TimestampError, iso, to_utc
 
 # --- rules shared by every door ---------------------------------------------------------------
 
@@ -48,35 +49,12 @@ def rule_error(rule: str) -> PydanticCustomError:
     return PydanticCustomError("rule", "{rule}", {"rule": rule})
 
 
-def iso(value: datetime | None) -> str | None:
-    """ISO-8601 in UTC with a 'Z' suffix, or None."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def aware_datetime(value: object) -> datetime:
     """``value`` (an ISO-8601 string with a timezone, or an aware datetime) in UTC."""
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            parsed = datetime.fromisoformat(
-                text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
-            )
-        except ValueError:
-            raise rule_error(
-                f"'{value}' is not an ISO-8601 timestamp (e.g. 2026-04-20T09:30:00Z)"
-            ) from None
-    else:
-        raise rule_error(f"must be an ISO-8601 timestamp string, got {type(value).__name__}")
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise rule_error(f"'{value}' has no timezone; add one, e.g. 'Z' or '+00:00'")
     try:
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        raise rule_error(f"'{value}' is outside the range of representable times") from None
+        return to_utc(value)
+    except TimestampError as exc:
+        raise rule_error(str(exc)) from None
 
 
 def parse_bool(value: object) -> bool:
@@ -124,10 +102,12 @@ UtcDatetime = Annotated[datetime, PlainSerializer(iso, return_type=str)]
 BlankIsNone = BeforeValidator(lambda value: None if value == "" else value)
 #: A number from 0 to 1 (scores, thresholds, confidences).
 Unit = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
-#: Text without NUL characters (PostgreSQL refuses them).
-Text = Annotated[str, AfterValidator(_no_nul)]
+#: The rule that text holds no NUL character (PostgreSQL refuses them).
+NoNul = AfterValidator(_no_nul)
+#: Text without NUL characters.
+Text = Annotated[str, NoNul]
 #: Text that must hold more than whitespace.
-RequiredText = Annotated[str, AfterValidator(_not_blank), AfterValidator(_no_nul)]
+RequiredText = Annotated[str, AfterValidator(_not_blank), NoNul]
 
 
 # --- inputs -----------------------------------------------------------------------------------
@@ -247,7 +227,8 @@ class Output(BaseModel):
     omit_when_none: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")
-    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _omit(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        # No return annotation: pydantic would take it as the serialized schema (empty).
         data = handler(self)
         if self.omit_when_none and isinstance(data, dict):
             for name in self.omit_when_none:
@@ -274,6 +255,13 @@ class Output(BaseModel):
 
     def keys(self) -> Any:
         return self._json.keys()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._json == dict(other)
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Caller(Input):

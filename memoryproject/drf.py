@@ -6,11 +6,14 @@ to the rules it broke.
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any, ClassVar, Literal, cast
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
+from pydantic import create_model
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -131,11 +134,14 @@ _OPENAPI_TYPES = {
 }
 
 
-def query_parameters(model: type[Input]) -> list[OpenApiParameter]:
-    """The OpenAPI query parameters of a GET operation, read off its input model."""
+def query_parameters(model: type[Input], path_params: set[str]) -> list[OpenApiParameter]:
+    """The OpenAPI query parameters of a GET operation, read off its input model (less the
+    fields the URL path carries)."""
     params = []
     schema = model.model_json_schema()
     for name, prop in schema.get("properties", {}).items():
+        if name in path_params:
+            continue
         options = prop.get("anyOf", [prop])
         kind = next((o for o in options if o.get("type") != "null"), prop)
         if kind.get("format") == "date-time":
@@ -155,6 +161,20 @@ def query_parameters(model: type[Input]) -> list[OpenApiParameter]:
     return params
 
 
+@functools.cache
+def _body_model(model: type[Input], path_params: frozenset[str]) -> type[Input]:
+    """The request body of a POST operation: its input model less the fields the URL path
+    carries (same name, so OpenAPI shows one component)."""
+    if not path_params & set(model.model_fields):
+        return model
+    fields: Any = {
+        name: (field.annotation, field)
+        for name, field in model.model_fields.items()
+        if name not in path_params
+    }
+    return create_model(model.__name__, __base__=Input, **fields)
+
+
 class OperationSchema(AutoSchema):
     """OpenAPI of an OperationView, read off its operation's input and output models."""
 
@@ -162,13 +182,16 @@ class OperationSchema(AutoSchema):
     def _operation_view(self) -> OperationView:
         return cast(OperationView, self.view)
 
+    def _path_params(self) -> set[str]:
+        return set(re.findall(r"{(\w+)}", self.path))
+
     def _lists(self) -> bool:
         return self.method == "GET" and self._operation_view.method != "get"
 
     def get_override_parameters(self) -> list[Any]:
         params: list[Any] = [*super().get_override_parameters(), PROJECT_PARAM]
         if self.method == "GET" and self._operation_view.method == "get":
-            params += query_parameters(self._operation_view.operation.input)
+            params += query_parameters(self._operation_view.operation.input, self._path_params())
         return params
 
     def get_operation_id(self) -> str:
@@ -183,7 +206,10 @@ class OperationSchema(AutoSchema):
         return paginator.get_schema_operation_parameters(self.view) if paginator else []
 
     def get_request_serializer(self) -> Any:
-        return self._operation_view.operation.input if self.method == "POST" else None
+        if self.method != "POST":
+            return None
+        model: Any = self._operation_view.operation.input
+        return _body_model(model, frozenset(self._path_params()))
 
     def get_response_serializers(self) -> Any:
         if self._lists():

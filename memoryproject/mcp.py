@@ -89,14 +89,6 @@ ProjectArg = Annotated[
 ]
 
 
-def timestamp_field(meaning: str) -> Any:
-    """The Field of an ISO-8601 timestamp argument whose description says what it means."""
-    return Field(
-        description=f"{meaning} ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z.",
-        max_length=64,
-    )
-
-
 class MemoryServer(MCPServer):
     """An MCPServer that knows the default project of the calls it serves and the operation
     behind each of its tools."""
@@ -145,34 +137,39 @@ def _db_call() -> Iterator[None]:
         close_old_connections()
 
 
+def _guarded(
+    label: str, action: str, call: Callable[[], T], error: type[ToolError | ResourceError]
+) -> T:
+    """Runs ``call`` with fresh database connections around it. A domain error becomes
+    ``error`` carrying its message (which names the field and the rule); anything unexpected is
+    logged with its traceback on stderr and reported as ``error``, so the server keeps serving.
+    """
+    with _db_call():
+        try:
+            return call()
+        except ApplicationError as exc:
+            raise error(exc.message) from exc
+        except (ToolError, ResourceError, MCPError):
+            raise
+        except Exception as exc:
+            logger.exception("%s failed", label)
+            raise error(
+                f"{action} failed with an internal error ({type(exc).__name__}); "
+                "the server log on stderr has the details"
+            ) from exc
+
+
 def tool_call(
     name: str,
     call: Callable[[], O],
     *,
     render: Callable[[O], str],
 ) -> CallToolResult:
-    """Run one tool body: structured content is the answer's JSON, text is `render(answer)`.
-
-    A domain error becomes a tool error carrying its message (which names the field and the
-    rule); anything unexpected is logged with its traceback on stderr and reported as a tool
-    error, so the server keeps serving.
-    """
-    with _db_call():
-        try:
-            data = call()
-        except ApplicationError as exc:
-            raise ToolError(exc.message) from exc
-        except (ToolError, MCPError):
-            raise
-        except Exception as exc:
-            logger.exception("MCP tool %s failed", name)
-            raise ToolError(
-                f"{name} failed with an internal error ({type(exc).__name__}); "
-                "the server log on stderr has the details"
-            ) from exc
-    structured = data if isinstance(data, dict) else data.as_json()  # TRANSITION: dict tools
+    """Run one tool body: structured content is the answer's JSON, text is `render(answer)`;
+    errors become tool errors the agent can read."""
+    data = _guarded(f"MCP tool {name}", name, call, ToolError)
     return CallToolResult(
-        content=[TextContent(type="text", text=render(data))], structured_content=structured
+        content=[TextContent(type="text", text=render(data))], structured_content=data.as_json()
     )
 
 
@@ -238,19 +235,7 @@ def add_tool(
 
 def resource_read(name: str, call: Callable[[], T]) -> T:
     """Run one resource body with the same guard; errors become readable resource errors."""
-    with _db_call():
-        try:
-            return call()
-        except ApplicationError as exc:
-            raise ResourceError(exc.message) from exc
-        except (ResourceError, MCPError):
-            raise
-        except Exception as exc:
-            logger.exception("MCP resource %s failed", name)
-            raise ResourceError(
-                f"reading {name} failed with an internal error ({type(exc).__name__}); "
-                "the server log on stderr has the details"
-            ) from exc
+    return _guarded(f"MCP resource {name}", f"reading {name}", call, ResourceError)
 
 
 def prompt_render(name: str, call: Callable[[], T]) -> T:

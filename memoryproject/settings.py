@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryproject import __version__
@@ -14,29 +15,37 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VERSION = __version__
 
 
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+class _Env(environ.Env):
+    # Exactly the words .env.example documents as "on" (a number is on unless it is 0).
+    BOOLEAN_TRUE_STRINGS = ("true", "on", "yes", "1")
+
+
+# The process environment only: no .env file is read (see .env.example).
+env = _Env()
 
 
 def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
+    """``default`` when unset or blank (as .env.example's lines may leave them); anything else
+    must be an integer, or the start fails naming the variable."""
     try:
-        return int(value)
+        value = env.int(name, default=None)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+        raw = env.str(name)
+        if not raw.strip():
+            return default
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+    return default if value is None else value
 
 
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+def env_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list, items stripped, empty items dropped."""
+    return [item for item in env.list(name, cast=str.strip, default=default) if item]
 
 
-DEBUG = env_bool("DEBUG", False)
+DEBUG = env.bool("DEBUG", default=False)
 
+# Read verbatim: django-environ takes a value starting with "$" for the name of another
+# variable, and Django's generated keys may start with one.
 SECRET_KEY = os.environ.get("SECRET_KEY", "").strip()
 if not SECRET_KEY:
     if DEBUG:
@@ -49,8 +58,8 @@ if not SECRET_KEY:
             "or set DEBUG=1 for local development."
         )
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -102,7 +111,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "memoryproject.wsgi.application"
 ASGI_APPLICATION = "memoryproject.asgi.application"
 
-DATABASES = {"default": database_config(os.environ.get("DATABASE_URL"), base_dir=BASE_DIR)}
+DATABASES = {"default": database_config(env.str("DATABASE_URL", default=""), base_dir=BASE_DIR)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -161,9 +170,28 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Product settings.
-MEMORY_DEFAULT_PROJECT = os.environ.get("MEMORY_DEFAULT_PROJECT", "default")
+MEMORY_DEFAULT_PROJECT = env.str("MEMORY_DEFAULT_PROJECT", default="default")
 SESSION_MAX_AGE_DAYS = env_int("SESSION_MAX_AGE_DAYS", 14)
 SESSION_SUMMARY_MAX_CHARS = env_int("SESSION_SUMMARY_MAX_CHARS", 20000)
+
+# The contradiction auditor and the graph's edges, extended by users (see .env.example).
+MEMORY_ANTONYMS = [
+    (a.strip(), b.strip())
+    for a, _, b in (pair.partition(":") for pair in env_list("MEMORY_ANTONYMS", []))
+    if b.strip()
+]
+MEMORY_PREDICATE_ALIASES = {
+    name.strip(): canonical.strip()
+    for name, _, canonical in (
+        item.partition("=") for item in env_list("MEMORY_PREDICATE_ALIASES", [])
+    )
+    if canonical.strip()
+}
+MEMORY_SINGULAR_PREDICATES = env_list("MEMORY_SINGULAR_PREDICATES", [])
+MEMORY_RELATIONAL_PREDICATES = env_list(
+    "MEMORY_RELATIONAL_PREDICATES",
+    ["depends_on", "calls", "owns", "uses", "imports", "reads", "writes", "publishes_to"],
+)
 
 LOGGING = {
     "version": 1,
@@ -177,10 +205,10 @@ LOGGING = {
             "formatter": "plain",
         }
     },
-    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["stderr"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
 
 if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
-    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
-    CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+    SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+    CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)

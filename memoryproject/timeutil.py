@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from memoryproject.errors import ApplicationError
 
 
-def parse_aware_datetime(value: object, *, field: str, required: bool = False) -> datetime | None:
-    """``value`` (str or datetime) as an aware UTC datetime; None stays None unless required."""
-    if value is None or value == "":
-        if required:
-            raise ApplicationError(f"{field}: is required (ISO-8601 with a timezone)", field=field)
-        return None
+class TimestampError(ValueError):
+    """A timestamp input that breaks the rule; its text is the rule, without the field."""
+
+
+def to_utc(value: object) -> datetime:
+    """``value`` (an ISO-8601 string with a timezone, or an aware datetime) in UTC."""
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):
@@ -25,21 +25,30 @@ def parse_aware_datetime(value: object, *, field: str, required: bool = False) -
             parsed = datetime.fromisoformat(
                 text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
             )
-        except ValueError as exc:
-            raise ApplicationError(
-                f"{field}: '{value}' is not an ISO-8601 timestamp (e.g. 2026-04-20T09:30:00Z)",
-                field=field,
-            ) from exc
+        except ValueError:
+            raise TimestampError(
+                f"'{value}' is not an ISO-8601 timestamp (e.g. 2026-04-20T09:30:00Z)"
+            ) from None
     else:
-        raise ApplicationError(
-            f"{field}: must be an ISO-8601 timestamp string, got {type(value).__name__}",
-            field=field,
-        )
+        raise TimestampError(f"must be an ISO-8601 timestamp string, got {type(value).__name__}")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ApplicationError(
-            f"{field}: '{value}' has no timezone; add one, e.g. 'Z' or '+00:00'", field=field
-        )
-    return parsed.astimezone(UTC)
+        raise TimestampError(f"'{value}' has no timezone; add one, e.g. 'Z' or '+00:00'")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise TimestampError(f"'{value}' is outside the range of representable times") from None
+
+
+def parse_aware_datetime(value: object, *, field: str, required: bool = False) -> datetime | None:
+    """``value`` (str or datetime) as an aware UTC datetime; None stays None unless required."""
+    if value is None or value == "":
+        if required:
+            raise ApplicationError(f"{field}: is required (ISO-8601 with a timezone)", field=field)
+        return None
+    try:
+        return to_utc(value)
+    except TimestampError as exc:
+        raise ApplicationError(f"{field}: {exc}", field=field) from None
 
 
 def iso(value: datetime | None) -> str | None:

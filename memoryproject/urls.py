@@ -11,6 +11,7 @@ v1: list[URLPattern | URLResolver] = [
     path("projects", views.ProjectListView.as_view(), name="project-list"),
     path("", include("sessions_app.api.urls")),
     path("", include("graph_app.api.urls")),
+    path("", include("audit_app.api.urls")),
     path(
         "schema/",
         SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),

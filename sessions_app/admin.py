@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
 
+from memoryproject.admin import ServiceRowsAdmin
 from sessions_app.models import SessionSummary, Trace
 
 
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+class _ReadOnly(ServiceRowsAdmin):
+    allow_delete = True
 
 
 @admin.register(Trace)

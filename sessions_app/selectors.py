@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -81,3 +82,16 @@ def session_summary_latest(
     if min_trust is not None:
         queryset = queryset.filter(trust_score__gte=min_trust)
     return queryset.select_related("trace").order_by("-created_at", "-id").first()
+
+
+def summary_fields(summary: SessionSummary) -> dict[str, Any]:
+    """What a saved summary answers wherever it is shown (saved, loaded)."""
+    return {
+        "trace_id": str(summary.trace.trace_id),
+        "trust_score": summary.trust_score,
+        "risk": summary.risk,
+        "decision": summary.decision,
+        "tokens": summary.tokens,
+        "signals": summary.signals,
+        "saved_at": summary.created_at,
+    }

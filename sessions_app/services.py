@@ -43,7 +43,12 @@ from sessions_app.domain.context import (
 from sessions_app.domain.summary import summary_score
 from sessions_app.domain.trust import ESCALATE, TrustScore, action_gate, trust_score
 from sessions_app.models import SESSION_SAVE_POLICY, SessionSummary, Trace
-from sessions_app.selectors import session_summary_latest, trace_view, traces_recent
+from sessions_app.selectors import (
+    session_summary_latest,
+    summary_fields,
+    trace_view,
+    traces_recent,
+)
 
 # A clock a little ahead on the client is fine; a trace from tomorrow is a mistake.
 FUTURE_TOLERANCE = timedelta(minutes=5)
@@ -238,7 +243,7 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
             risk=score.risk,
             metadata={**scored.sections, "summary_chars": len(text), "summary_tokens": tokens},
         )
-        SessionSummary.objects.create(
+        saved = SessionSummary.objects.create(
             project=project,
             trace=trace,
             summary=text,
@@ -249,16 +254,7 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
             decision=score.decision,
             created_at=now,
         )
-    return SaveResult(
-        trace_id=str(trace.trace_id),
-        project=project.slug,
-        trust_score=score.confidence,
-        risk=score.risk,
-        decision=score.decision,  # type: ignore[arg-type]
-        tokens=tokens,
-        signals=signals,
-        saved_at=now,
-    )
+    return SaveResult(project=project.slug, **summary_fields(saved))
 
 
 def session_block_render(summary: SessionSummary) -> str:
@@ -337,14 +333,8 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
     return LoadResult(
         found=True,
         project=project.slug,
-        trace_id=str(summary.trace.trace_id),
         summary=summary.summary,
-        trust_score=summary.trust_score,
-        risk=summary.risk,
-        decision=summary.decision,  # type: ignore[arg-type]
-        tokens=summary.tokens,
-        signals=summary.signals,
-        saved_at=summary.created_at,
+        **summary_fields(summary),
         threshold=threshold,
         max_age_days=max_age_days,
         system_prompt=block,

@@ -1,25 +1,34 @@
-"""Query filters of the graph lists. Timestamps and booleans are parsed strictly: a naive or
-malformed timestamp, or a boolean other than true/false, is a 400 naming the parameter."""
+"""Query filters of the graph lists: the one definition of how each list narrows. Timestamps and
+booleans follow the rules of every other input (memoryproject.contracts): a naive or malformed
+timestamp, or a boolean other than true/false, is a 400 naming the parameter."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
 
 import django_filters
 from django.db.models import Q, QuerySet
+from pydantic_core import PydanticCustomError
 
 from graph_app.models import EpisodeCategory
+from memoryproject.contracts import aware_datetime, parse_bool
 from memoryproject.errors import validation_error
-from memoryproject.timeutil import parse_aware_datetime
+
+T = TypeVar("T")
 
 
-def parse_bool(value: Any, *, field: str) -> bool:
-    text = str(value).strip().lower()
-    if text in {"true", "1", "yes"}:
-        return True
-    if text in {"false", "0", "no"}:
-        return False
-    raise validation_error(field, f"must be true or false, got '{value}'")
+def _parameter(name: str, rule: Callable[[object], T], value: str) -> T:
+    """``value`` of query parameter ``name`` read by ``rule``, or a 400 naming the parameter."""
+    try:
+        return rule(value)
+    except PydanticCustomError as exc:
+        raise validation_error(name, str(exc)) from None
+
+
+def _instant(name: str, value: str) -> datetime:
+    return _parameter(name, aware_datetime, value)
 
 
 class FactFilter(django_filters.FilterSet):
@@ -32,10 +41,10 @@ class FactFilter(django_filters.FilterSet):
     )
 
     def filter_active(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(valid_until__isnull=parse_bool(value, field="active"))
+        return queryset.filter(valid_until__isnull=_parameter("active", parse_bool, value))
 
     def filter_valid_at(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        at = parse_aware_datetime(value, field="valid_at")
+        at = _instant("valid_at", value)
         return queryset.filter(valid_from__lte=at).filter(
             Q(valid_until__isnull=True) | Q(valid_until__gt=at)
         )
@@ -63,10 +72,10 @@ class EpisodeFilter(django_filters.FilterSet):
         ).distinct()
 
     def filter_after(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(occurred_at__gte=parse_aware_datetime(value, field="occurred_after"))
+        return queryset.filter(occurred_at__gte=_instant("occurred_after", value))
 
     def filter_before(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(occurred_at__lt=parse_aware_datetime(value, field="occurred_before"))
+        return queryset.filter(occurred_at__lt=_instant("occurred_before", value))
 
 
 class EntityFilter(django_filters.FilterSet):

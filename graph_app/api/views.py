@@ -1,210 +1,119 @@
-"""REST views of the knowledge graph: each resolves the project by the one convention, then
-answers what a service or selector answers."""
+"""REST doors of the knowledge graph: each is an operation (graph_app.operations) served by
+memoryproject.drf.OperationView; the collection views also list their rows on GET."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from graph_app import selectors, services
-from graph_app.api import serializers as s
-from graph_app.api.filters import EntityFilter, EpisodeFilter, FactFilter, parse_bool
-from graph_app.models import Entity, Episode, TemporalFact
+from graph_app import operations, selectors
+from graph_app.api.filters import EntityFilter, EpisodeFilter, FactFilter
+from graph_app.contracts.graph import EntityPage, EpisodePage, FactPage
 from memoryproject.auth import api_key_of
-from memoryproject.drf import ProjectScopedMixin
-from memoryproject.errors import validation_error
+from memoryproject.contracts import Output
+from memoryproject.drf import OperationView
+from memoryproject.models import Project
 from memoryproject.projects import project_resolve
 
-PROJECT_PARAM = OpenApiParameter(
-    "project", str, description="Project slug (default: the key's single project or 'default')"
-)
+
+class ItemProjectView(OperationView):
+    """An operation on the one item its URL names: unless the call names a project, it acts on
+    the item's own project, found among the projects the caller can see (404 otherwise)."""
+
+    #: The selector finding the item by the URL's argument within the given project ids.
+    find: ClassVar[Callable[..., Any]]
+
+    def project_for(self, data: dict[str, Any] | None) -> Project:
+        named = data if data is not None else self.request.query_params
+        if named.get("project"):
+            return super().project_for(data)
+        item = type(self).find(**self.kwargs, project_ids=self.visible_project_ids())
+        api_key = api_key_of(self.request)
+        return project_resolve(
+            slug=item.project.slug, api_key=api_key, access=self.operation.access
+        )
 
 
-def _validated(serializer_class: type, data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    payload = dict(serializer.validated_data)
-    payload.pop("project", None)
-    return payload
+class CollectionView(OperationView):
+    """A POST operation's view that also lists the project's rows on GET, filtered by its
+    FilterSet and paginated."""
+
+    #: The selector of the project's rows, and the selector of one row's output.
+    rows: ClassVar[Callable[..., QuerySet[Any]]]
+    row: ClassVar[Callable[..., Output]]
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return type(self).rows(project=self.resolve_project("read"))
+
+    def list_row(self, row: Any) -> Output:
+        return type(self).row(row)
 
 
-class FactListCreateView(generics.ListAPIView, ProjectScopedMixin):
-    """Facts of a project (GET, filtered and paginated) and fact assertion (POST)."""
+class FactListCreateView(CollectionView):
+    """GET: the project's facts, filtered and paginated. POST: assert a fact."""
 
-    serializer_class = s.FactSerializer
+    operation = operations.FACT_UPSERT
+    list_output = FactPage
     filterset_class = FactFilter
-
-    def get_queryset(self) -> QuerySet[TemporalFact]:
-        return selectors.facts_query(project=self.resolve_project("read"))
-
-    @extend_schema(parameters=[PROJECT_PARAM])
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
-
-    @extend_schema(
-        request=s.FactUpsertSerializer,
-        responses={201: s.FactUpsertResultSerializer, 200: s.FactUpsertResultSerializer},
-    )
-    def post(self, request: Request) -> Response:
-        project = self.resolve_project("write")
-        result = services.fact_upsert(
-            project=project, **_validated(s.FactUpsertSerializer, request.data)
-        )
-        return Response(result, status=201 if result["created"] else 200)
+    rows = staticmethod(selectors.facts_query)
+    row = staticmethod(selectors.fact_view)
 
 
-class FactDetailView(APIView, ProjectScopedMixin):
-    @extend_schema(parameters=[PROJECT_PARAM], responses=s.FactSerializer)
-    def get(self, request: Request, fact_id: str) -> Response:
-        fact = selectors.fact_get(fact_id=fact_id, project_ids=self._project_ids())
-        return Response(selectors.fact_as_dict(fact))
-
-    def _project_ids(self) -> list[int] | None:
-        if self.request.query_params.get("project"):
-            return [self.resolve_project("read").pk]
-        return self.visible_project_ids()
+class FactDetailView(ItemProjectView):
+    operation = operations.FACT_GET
+    method = "get"
+    find = staticmethod(selectors.fact_find)
 
 
-class FactRetractView(APIView, ProjectScopedMixin):
-    @extend_schema(request=s.FactRetractSerializer, responses=s.FactSerializer)
-    def post(self, request: Request, fact_id: str) -> Response:
-        payload = _validated(s.FactRetractSerializer, request.data)
-        if isinstance(request.data, dict) and request.data.get("project"):
-            project = self.resolve_project("write")
-        else:
-            fact = selectors.fact_get(fact_id=fact_id, project_ids=self.visible_project_ids())
-            project = project_resolve(
-                slug=fact.project.slug, api_key=api_key_of(request), access="write"
-            )
-        return Response(services.fact_retract(project=project, fact_id=fact_id, **payload))
+class FactRetractView(ItemProjectView):
+    operation = operations.FACT_RETRACT
+    find = staticmethod(selectors.fact_find)
 
 
-class EpisodeListCreateView(generics.ListAPIView, ProjectScopedMixin):
-    """Episodes of a project (GET, filtered and paginated) and episode recording (POST)."""
+class EpisodeListCreateView(CollectionView):
+    """GET: the project's episodes, filtered and paginated. POST: record an episode."""
 
-    serializer_class = s.EpisodeSerializer
+    operation = operations.EPISODE_RECORD
+    list_output = EpisodePage
     filterset_class = EpisodeFilter
-
-    def get_queryset(self) -> QuerySet[Episode]:
-        return selectors.episodes_query(project=self.resolve_project("read"))
-
-    @extend_schema(parameters=[PROJECT_PARAM])
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
-
-    @extend_schema(
-        request=s.EpisodeRecordSerializer,
-        responses={201: s.EpisodeRecordResultSerializer, 200: s.EpisodeRecordResultSerializer},
-    )
-    def post(self, request: Request) -> Response:
-        project = self.resolve_project("write")
-        result = services.episode_record(
-            project=project, **_validated(s.EpisodeRecordSerializer, request.data)
-        )
-        return Response(result, status=201 if result["created"] else 200)
+    rows = staticmethod(selectors.episodes_query)
+    row = staticmethod(selectors.episode_view)
 
 
-class EpisodeDetailView(APIView, ProjectScopedMixin):
-    @extend_schema(parameters=[PROJECT_PARAM], responses=s.EpisodeSerializer)
-    def get(self, request: Request, episode_id: str) -> Response:
-        if request.query_params.get("project"):
-            project_ids: list[int] | None = [self.resolve_project("read").pk]
-        else:
-            project_ids = self.visible_project_ids()
-        return Response(selectors.episode_get(episode_id=episode_id, project_ids=project_ids))
+class EpisodeDetailView(ItemProjectView):
+    operation = operations.EPISODE_GET
+    method = "get"
+    find = staticmethod(selectors.episode_find)
 
 
-class EntityListView(generics.ListAPIView, ProjectScopedMixin):
-    """Entities of a project (GET) and setting an entity's kind, name and aliases (POST)."""
+class EntityListView(CollectionView):
+    """GET: the project's entities. POST: set an entity's kind, name and aliases."""
 
-    serializer_class = s.EntitySerializer
+    operation = operations.ENTITY_UPSERT
+    list_output = EntityPage
     filterset_class = EntityFilter
-
-    def get_queryset(self) -> QuerySet[Entity]:
-        return selectors.entities_query(project=self.resolve_project("read"))
-
-    @extend_schema(parameters=[PROJECT_PARAM])
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
-
-    @extend_schema(request=s.EntityUpsertSerializer, responses=s.EntitySerializer)
-    def post(self, request: Request) -> Response:
-        project = self.resolve_project("write")
-        return Response(
-            services.entity_upsert(
-                project=project, **_validated(s.EntityUpsertSerializer, request.data)
-            )
-        )
+    rows = staticmethod(selectors.entities_query)
+    row = staticmethod(selectors.entity_view)
 
 
-def _int_param(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise validation_error(name, f"must be an integer, got '{raw}'") from exc
+class EntityDetailView(OperationView):
+    """An entity with its facts, history, episodes and ego graph."""
+
+    operation = operations.ENTITY_QUERY
+    method = "get"
 
 
-class EntityDetailView(APIView, ProjectScopedMixin):
-    @extend_schema(
-        parameters=[
-            PROJECT_PARAM,
-            OpenApiParameter("max_hops", int, description="Ego-graph radius, 0..5 (default 2)"),
-            OpenApiParameter(
-                "include_superseded", bool, description="Also list history among facts"
-            ),
-        ],
-        responses=s.EntityQueryResultSerializer,
-    )
-    def get(self, request: Request, entity_id: str) -> Response:
-        project = self.resolve_project("read")
-        max_hops = _int_param(request, "max_hops", 2)
-        raw = request.query_params.get("include_superseded")
-        include = parse_bool(raw, field="include_superseded") if raw else False
-        return Response(
-            selectors.entity_query(
-                project=project,
-                entity_id=entity_id,
-                max_hops=max_hops,
-                include_superseded=include,
-            )
-        )
+class TimeTravelView(OperationView):
+    """The facts valid at as_of as they were known at known_at, with a snapshot hash."""
+
+    operation = operations.TIME_TRAVEL
+    method = "get"
 
 
-class TimeTravelView(APIView, ProjectScopedMixin):
-    @extend_schema(
-        parameters=[
-            PROJECT_PARAM,
-            OpenApiParameter(
-                "as_of", OpenApiTypes.DATETIME, required=True, description="Valid time"
-            ),
-            OpenApiParameter(
-                "known_at", OpenApiTypes.DATETIME, description="Transaction time (default now)"
-            ),
-        ],
-        responses=s.TimeTravelResultSerializer,
-    )
-    def get(self, request: Request) -> Response:
-        project = self.resolve_project("read")
-        return Response(
-            selectors.graph_as_of(
-                project=project,
-                as_of=request.query_params.get("as_of"),  # type: ignore[arg-type]
-                known_at=request.query_params.get("known_at"),
-            )
-        )
+class IntegrityView(OperationView):
+    """Every fact's and episode's hash recomputed, and the Merkle root over them."""
 
-
-class IntegrityView(APIView, ProjectScopedMixin):
-    @extend_schema(parameters=[PROJECT_PARAM], responses=s.IntegrityResultSerializer)
-    def get(self, request: Request) -> Response:
-        return Response(selectors.integrity_verify(project=self.resolve_project("read")))
+    operation = operations.INTEGRITY_VERIFY
+    method = "get"

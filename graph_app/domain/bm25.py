@@ -3,8 +3,8 @@
 The scoring is rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75, negative IDFs floored at
 epsilon x average IDF, the IDF table computed by ``BM25Okapi._calc_idf`` itself, and clamped
 at zero when that floor is itself negative, which happens in tiny corpora). What differs is
-the bookkeeping: documents can be added, replaced and removed one at a time (term postings,
-document frequencies and lengths are maintained incrementally), and a query only touches the
+the bookkeeping: documents can be added and replaced one at a time (term postings, document
+frequencies and lengths are maintained incrementally), and a query only touches the
 postings of its own terms instead of every document. The IDF table is recomputed from the
 document frequencies, in sorted term order, whenever the set changed, so an index brought up
 to date by a series of writes scores exactly like one built from scratch over the same
@@ -37,7 +37,6 @@ class BM25Index:
         self.epsilon = epsilon
         self._slot_of: dict[str, int] = {}
         self._keys: list[str | None] = []
-        self._free: list[int] = []
         self._doc_terms: list[dict[str, int] | None] = []
         self._doc_len: list[int] = []
         self._postings: dict[str, dict[int, int]] = {}
@@ -76,8 +75,6 @@ class BM25Index:
             if self._doc_terms[slot] == dict(Counter(tokens)):
                 return slot
             self._unindex(slot)
-        elif self._free:
-            slot = self._free.pop()
         else:
             slot = len(self._keys)
             self._keys.append(None)
@@ -94,17 +91,6 @@ class BM25Index:
             self._posting_arrays.pop(term, None)
         self._dirty = True
         return slot
-
-    def remove(self, key: str) -> None:
-        slot = self._slot_of.pop(key, None)
-        if slot is None:
-            return
-        self._unindex(slot)
-        self._keys[slot] = None
-        self._doc_terms[slot] = None
-        self._doc_len[slot] = 0
-        self._free.append(slot)
-        self._dirty = True
 
     def _unindex(self, slot: int) -> None:
         terms = self._doc_terms[slot] or {}

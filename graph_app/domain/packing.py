@@ -100,6 +100,84 @@ def truncate(item: PackItem, max_tokens: int, count: Callable[[str], int]) -> Pa
     return replace(item, text=head + cut.rstrip() + ELLIPSIS)
 
 
+_Candidate = tuple[PackItem, int, bool]  # the line, its tokens (newline included), truncated
+
+
+@dataclass
+class _Room:
+    """One packing: what is left of the budget, the sections whose heading is paid for, the
+    lines taken so far."""
+
+    count: Callable[[str], int]
+    preview: Callable[[PackItem], PackItem | None] | None
+    remaining: int
+    section_cost: dict[str, int]
+    opened: set[str] = field(default_factory=set)
+    chosen: list[_Candidate] = field(default_factory=list)
+
+    def heading(self, section: str) -> int:
+        """Tokens of the section's heading if it is not shown yet."""
+        return self.section_cost.get(section, 0) if section not in self.opened else 0
+
+    def take(self, candidate: _Candidate, cost: int, section: str) -> None:
+        self.chosen.append(candidate)
+        self.remaining -= cost
+        if section:
+            self.opened.add(section)
+
+    def choose(self, candidates: list[_Candidate], full_room: int) -> list[_Candidate]:
+        """Takes each candidate that fits, as a preview once full lines have used ``full_room``
+        or when only its preview fits; answers those that did not fit."""
+        count, preview = self.count, self.preview
+        full_used = 0
+        left_out: list[_Candidate] = []
+        for candidate in candidates:
+            item, tokens, _ = candidate
+            shown = candidate
+            heading = self.heading(item.section)
+            if (
+                preview is not None
+                and item.previewable
+                and (full_used + tokens > full_room or tokens + heading > self.remaining)
+                # no room even for the citation: not worth building the preview
+                and count(item.text[: item.keep]) + heading < self.remaining
+            ):
+                short = preview(item)
+                if short is not None:
+                    short_tokens = count(short.text) + 1
+                    if short_tokens < tokens:
+                        shown = (short, short_tokens, True)
+            shown_item, shown_tokens, _ = shown
+            cost = shown_tokens + self.heading(shown_item.section)
+            if cost <= self.remaining:
+                self.take(shown, cost, shown_item.section)
+                if shown is candidate:
+                    full_used += shown_tokens
+            else:
+                left_out.append(candidate)
+        return left_out
+
+    def fill(self, left_out: list[_Candidate]) -> None:
+        """Fills what is left with the best items that did not fit, cut down to the room."""
+        count, preview = self.count, self.preview
+        for item, _, _ in sorted(left_out, key=lambda c: (-c[0].utility, c[0].key)):
+            if not item.truncatable:
+                continue
+            section_extra = self.heading(item.section)
+            space = self.remaining - section_extra - 1
+            if space < MIN_TRUNCATED_TOKENS:
+                break
+            short = preview(item) if preview is not None and item.previewable else None
+            if short is not None and count(short.text) <= space:
+                filler: PackItem | None = short  # its best part rather than its opening
+            else:
+                filler = truncate(short or item, space, count)
+            if filler is None:
+                continue
+            tokens = count(filler.text) + 1
+            self.take((filler, tokens, True), tokens + section_extra, item.section)
+
+
 def pack(
     items: Sequence[PackItem],
     *,
@@ -117,8 +195,28 @@ def pack(
     citation; None when there is none), so more sources fit."""
     if count(title) > max_tokens:
         return Packed(markdown="", token_count=0, items=[])
+    candidates = _candidates(items, max_tokens, count)
+    room = _Room(
+        count=count,
+        preview=preview,
+        remaining=max_tokens - count(title),
+        section_cost={
+            name: count(f"\n## {name}") for name in {c[0].section for c in candidates} if name
+        },
+    )
+    # Full lines may use this much of the budget; past it, items come as previews.
+    full_room = int(max_tokens * full_share) if preview is not None else max_tokens
+    room.fill(room.choose(candidates, full_room))
+    return _bundle(room.chosen, max_tokens=max_tokens, count=count, title=title, sections=sections)
+
+
+def _candidates(
+    items: Sequence[PackItem], max_tokens: int, count: Callable[[str], int]
+) -> list[_Candidate]:
+    """The items worth anything with their cost, best utility density first; an item longer
+    than its share of the budget is truncated to that share."""
     cap = max(MIN_TRUNCATED_TOKENS, int(max_tokens * ITEM_BUDGET_SHARE))
-    candidates: list[tuple[PackItem, int, bool]] = []
+    candidates: list[_Candidate] = []
     for item in items:
         if item.utility <= 0:
             continue
@@ -130,66 +228,18 @@ def pack(
                 item, tokens, truncated = cut, count(cut.text) + 1, True
         candidates.append((item, tokens, truncated))
     candidates.sort(key=lambda c: (-c[0].utility / c[1], -c[0].utility, c[0].key))
+    return candidates
 
-    remaining = max_tokens - count(title)
-    section_cost = {
-        name: count(f"\n## {name}") for name in {c[0].section for c in candidates} if name
-    }
-    # Full lines may use this much of the budget; past it, items come as previews.
-    full_room = int(max_tokens * full_share) if preview is not None else max_tokens
-    full_used = 0
-    opened: set[str] = set()
-    chosen: list[tuple[PackItem, int, bool]] = []
-    left_out: list[tuple[PackItem, int, bool]] = []
-    for candidate in candidates:
-        item, tokens, truncated = candidate
-        shown = candidate
-        heading = section_cost.get(item.section, 0) if item.section not in opened else 0
-        if (
-            preview is not None
-            and item.previewable
-            and (full_used + tokens > full_room or tokens + heading > remaining)
-            # no room even for the citation: not worth building the preview
-            and count(item.text[: item.keep]) + heading < remaining
-        ):
-            short = preview(item)
-            if short is not None:
-                short_tokens = count(short.text) + 1
-                if short_tokens < tokens:
-                    shown = (short, short_tokens, True)
-        item, tokens, truncated = shown
-        cost = tokens + (section_cost.get(item.section, 0) if item.section not in opened else 0)
-        if cost <= remaining:
-            chosen.append(shown)
-            remaining -= cost
-            if shown is candidate:
-                full_used += tokens
-            if item.section:
-                opened.add(item.section)
-        else:
-            left_out.append(candidate)
 
-    # Fill what is left with the best item that did not fit, cut down to the room there is.
-    for item, _, _ in sorted(left_out, key=lambda c: (-c[0].utility, c[0].key)):
-        if not item.truncatable:
-            continue
-        section_extra = section_cost.get(item.section, 0) if item.section not in opened else 0
-        room = remaining - section_extra - 1
-        if room < MIN_TRUNCATED_TOKENS:
-            break
-        short = preview(item) if preview is not None and item.previewable else None
-        if short is not None and count(short.text) <= room:
-            filler: PackItem | None = short  # its best part rather than its opening
-        else:
-            filler = truncate(short or item, room, count)
-        if filler is None:
-            continue
-        tokens = count(filler.text) + 1
-        chosen.append((filler, tokens, True))
-        remaining -= tokens + section_extra
-        if item.section:
-            opened.add(item.section)
-
+def _bundle(
+    chosen: list[_Candidate],
+    *,
+    max_tokens: int,
+    count: Callable[[str], int],
+    title: str,
+    sections: Sequence[str],
+) -> Packed:
+    """The chosen lines in their sections' order, rendered and counted as a whole."""
     packed = [
         PackedItem(
             key=item.key,

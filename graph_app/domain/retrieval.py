@@ -159,17 +159,6 @@ class MemoryIndex:
             self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
         self._set_columns(slot, doc)
 
-    def remove(self, key: str) -> None:
-        doc = self.docs.pop(key, None)
-        if doc is None:
-            return
-        self._unlink(doc)
-        slot = self.bm25.slot(key)
-        self.bm25.remove(key)
-        if slot is not None:
-            self._slot_docs[slot] = None
-            self._set_columns(slot, None)
-
     def _unlink(self, doc: MemoryDoc) -> None:
         if doc.subject:
             self._facts_of.get(doc.subject, set()).discard(doc.key)
@@ -192,7 +181,7 @@ class MemoryIndex:
 
     # -- visibility ----------------------------------------------------------------------
 
-    def _set_columns(self, slot: int, doc: MemoryDoc | None) -> None:
+    def _set_columns(self, slot: int, doc: MemoryDoc) -> None:
         a = self._arrays
         if slot >= len(a["present"]):
             size = max(slot + 1, 2 * len(a["present"]))
@@ -200,10 +189,6 @@ class MemoryIndex:
                 grown = np.full(size, column.dtype.type(_FILL[name]))
                 grown[: len(column)] = column
                 a[name] = grown
-        if doc is None:
-            for name in a:
-                a[name][slot] = _FILL[name]
-            return
         a["present"][slot] = True
         a["fact"][slot] = doc.kind == "fact"
         a["recorded"][slot] = doc.recorded_at

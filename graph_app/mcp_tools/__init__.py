@@ -3,8 +3,9 @@ prompts, one module per part, each registering its own."""
 
 from memoryproject.mcp import MemoryServer
 
-from . import graph
+from . import compile, graph
 
 
 def register(server: MemoryServer) -> None:
     graph.register(server)
+    compile.register(server)

@@ -9,8 +9,7 @@ import django_filters
 from django import forms
 from django_filters.fields import IsoDateTimeField
 
-from memoryproject.errors import ApplicationError
-from memoryproject.timeutil import parse_aware_datetime
+from memoryproject.timeutil import TimestampError, to_utc
 from sessions_app.models import DECISION_CHOICES, Trace
 
 
@@ -21,9 +20,9 @@ class AwareIsoDateTimeField(IsoDateTimeField):
     def to_python(self, value: Any) -> Any:
         if isinstance(value, str) and value.strip():
             try:
-                parse_aware_datetime(value, field="created_at")
-            except ApplicationError as exc:
-                raise forms.ValidationError(exc.message.split(": ", 1)[1]) from exc
+                return to_utc(value)
+            except TimestampError as exc:
+                raise forms.ValidationError(str(exc)) from exc
         return super().to_python(value)
 
 

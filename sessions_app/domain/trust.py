@@ -49,10 +49,6 @@ class TrustScore:
     risk: float
     decision: str
 
-    @property
-    def trust_score(self) -> float:
-        return self.confidence
-
     def signals(self) -> dict[str, float]:
         """The inputs that explain the score, rounded for responses."""
         return {
@@ -70,15 +66,7 @@ def trust_score(*, p: float, ue: float, ua: float) -> TrustScore:
     total = min(1.0, ue + ua)
     confidence = round(p * (1.0 - total), DIGITS)
     risk = round(1.0 - confidence, DIGITS)
-    return TrustScore(
-        p=p,
-        ue=ue,
-        ua=ua,
-        total_uncertainty=total,
-        confidence=confidence,
-        risk=risk,
-        decision=action_gate(risk),
-    )
+    return TrustScore(p, ue, ua, total, confidence, risk, action_gate(risk))
 
 
 def raw_confidence(*, p: float, ue: float, ua: float) -> float:

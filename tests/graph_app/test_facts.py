@@ -4,6 +4,7 @@ validation that writes nothing, and revision stamping for cached indexes."""
 import pytest
 
 from graph_app import selectors, services
+from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
 from graph_app.models import Entity, GraphRevision, TemporalFact
 from memoryproject.errors import ApplicationError, ConflictError, NotFoundError
 from memoryproject.models import Project
@@ -32,7 +33,7 @@ def test_new_value_closes_active_fact_and_lists_it(default_project):
     assert second["outcome"] == "active" and second["created"]
     [old] = second["superseded"]
     assert old["id"] == first["fact"]["id"]
-    assert old["valid_until"] == APR.replace("Z", "Z")
+    assert old["valid_until"] == APR
     assert old["superseded_by"] == second["fact"]["id"]
     assert old["status"] == "superseded"
     active = TemporalFact.objects.filter(valid_until__isnull=True)
@@ -152,16 +153,16 @@ def test_every_write_bumps_revision_and_stamps_changed_rows(default_project):
     second = upsert(default_project, "PASETO_v4_public", APR)
     assert second["fact"]["revision"] == 2
     assert second["superseded"][0]["revision"] == 2  # the closed fact changed too
-    changed = selectors.facts_changed_since(project=default_project, revision=1)
-    assert {f.id for f in changed} == {first["id"], second["fact"]["id"]}
+    changed = fact_rows_changed_since(project=default_project, revision=1)
+    assert {f["id"] for f in changed} == {first["id"], second["fact"]["id"]}
     episode = services.episode_record(
         project=default_project, title="Move to PASETO", category="adr", content="why"
     )
     assert episode["revision"] == 3
-    assert [
-        e.id for e in selectors.episodes_changed_since(project=default_project, revision=2)
-    ] == [episode["id"]]
-    assert selectors.facts_changed_since(project=default_project, revision=3).count() == 0
+    assert [e["id"] for e in episode_rows_changed_since(project=default_project, revision=2)] == [
+        episode["id"]
+    ]
+    assert list(fact_rows_changed_since(project=default_project, revision=3)) == []
     assert GraphRevision.objects.get(project=default_project).revision == 3
 
 
@@ -200,10 +201,10 @@ def test_retraction_and_entity_renames_reach_the_change_feed(default_project):
     fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
     retracted = services.fact_retract(project=default_project, fact_id=fact["id"])["fact"]
     assert retracted["revision"] == 2
-    assert [f.id for f in selectors.facts_changed_since(project=default_project, revision=1)] == [
+    assert [f["id"] for f in fact_rows_changed_since(project=default_project, revision=1)] == [
         fact["id"]
     ]
     services.entity_upsert(project=default_project, entity_id="auth_service", name="Auth")
-    changed = selectors.facts_changed_since(project=default_project, revision=2)
-    assert [(f.id, f.subject.name) for f in changed] == [(fact["id"], "Auth")]
+    changed = fact_rows_changed_since(project=default_project, revision=2)
+    assert [(f["id"], f["subject__name"]) for f in changed] == [(fact["id"], "Auth")]
     assert selectors.integrity_verify(project=default_project)["verified"] is True

@@ -1,6 +1,8 @@
 """Canonical JSON, SHA-256 and RFC 6962 Merkle roots, checked against published vectors."""
 
 import hashlib
+import json
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -13,6 +15,13 @@ from graph_app.domain.hashing import (
     merkle_root_reference,
     node_hash,
     record_sha256,
+    sha256_hex,
+)
+from graph_app.domain.records import (
+    episode_canonical,
+    fact_as_known_at,
+    fact_canonical,
+    sha256_of,
 )
 
 # The Certificate Transparency reference implementation's test leaves and roots (sizes 1..8).
@@ -118,3 +127,136 @@ def test_canonical_json_edge_cases_match_rfc8785():
         canonical_json({"x": "\ud800"})
     with pytest.raises(rfc8785.CanonicalizationError):
         canonical_json({"x": 2**60})
+
+
+# --- golden vectors --------------------------------------------------------------------------
+# Fixed records with their canonical bytes, SHA-256 and Merkle roots written out. The literals
+# were computed once without this package: hashlib over rfc8785.dumps of the forms below, and
+# the RFC 6962 tree hash spelled out in ``_rfc6962_root``. A change to the canonical form (a
+# field, its name, the time format) or to the tree changes every stored hash: these fail then.
+
+UTC_PLUS_2 = timezone(timedelta(hours=2))
+FACT_ARGS = dict(
+    id="fact_0123456789abcdef",
+    project="acme",
+    subject="order_service",
+    predicate="stores_data_in",
+    object_value="postgres_16",
+    object_entity=None,
+    singular=True,
+    confidence=0.85,
+    valid_from=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC_PLUS_2),
+    valid_until=datetime(2025, 3, 1, 0, 0, 0, 250000, tzinfo=UTC),
+    recorded_at=datetime(2025, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+    closed_at=datetime(2025, 3, 1, 12, 0, tzinfo=UTC),
+    superseded_by="fact_fedcba9876543210",
+    source_episode="ep_00000000000000aa",
+)
+FACT_BYTES = (
+    b'{"closed_at":"2025-03-01T12:00:00.000000Z","confidence":0.85,'
+    b'"id":"fact_0123456789abcdef","object_entity":null,"object_value":"postgres_16",'
+    b'"predicate":"stores_data_in","project":"acme","recorded_at":"2025-01-02T03:04:05.000006Z",'
+    b'"singular":true,"source_episode":"ep_00000000000000aa","subject":"order_service",'
+    b'"superseded_by":"fact_fedcba9876543210","type":"fact",'
+    b'"valid_from":"2025-01-02T01:04:05.000000Z","valid_until":"2025-03-01T00:00:00.250000Z"}'
+)
+FACT_SHA256 = "18bf10c2240f6982dc1b8bc23229e205db6e148cfc3088d9c68430b2a34726db"
+# The same fact as known before its closure: still open.
+FACT_KNOWN_OPEN_SHA256 = "47d8fea8d1227f2b397570834561304131046dc58d1c97627571f6ead738bf8c"
+
+EPISODE_ARGS = dict(
+    id="ep_00000000000000aa",
+    project="acme",
+    category="adr",
+    title="ADR: order_service moves to postgres_16",
+    content='Décidé: "postgres_16" for order_service 🚀\nline two\ttab',
+    files_touched=("src/order/order_service.py",),
+    entities_mentioned=("order_service", "postgres_16"),
+    metadata={"stream": "conv/session_1", "position": 3, "weight": 1.0, "ratio": 0.1},
+    occurred_at=datetime(2025, 1, 2, 0, 30, tzinfo=UTC_PLUS_2),
+    recorded_at=datetime(2025, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+    external_id="D1:3",
+)
+EPISODE_BYTES = (
+    r'{"category":"adr","content":"Décidé: \"postgres_16\" for order_service 🚀\nline two\ttab",'
+    r'"entities_mentioned":["order_service","postgres_16"],"external_id":"D1:3",'
+    r'"files_touched":["src/order/order_service.py"],"id":"ep_00000000000000aa",'
+    r'"metadata":{"position":3,"ratio":0.1,"stream":"conv/session_1","weight":1},'
+    r'"occurred_at":"2025-01-01T22:30:00.000000Z","project":"acme",'
+    r'"recorded_at":"2025-01-02T03:04:05.000006Z",'
+    r'"title":"ADR: order_service moves to postgres_16","type":"episode"}'
+).encode()
+EPISODE_SHA256 = "b41b5c385c4a269b870e7c8a040093390616be1d853755eafcc609252a7bd484"
+
+EMPTY_ROOT = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+ROOT_FACT = "155deceaad68bd0cef3b69801a38ab74ff6af60c8f21d28a0f51aea2dfeadc0a"
+ROOT_FACT_EPISODE = "a9596e84d601b97b24f4089203a35eaa59c545e354c47f932631d8752b5eb392"
+ROOT_FACT_EPISODE_KNOWN = "4b496095098cf17a01ccf6a9155dc4b8074e9cc03b0d46a30eafb285006fc27d"
+ROOT_ABCDE = "fe14a5426fbd70c0fa73f52342afed0da0bd23c4838662ccf6b88a3070ead97b"
+
+
+def _rfc6962_root(leaves):
+    """RFC 6962 section 2.1, written out: MTH({}) = SHA-256(), a leaf hashes 0x00 || d, a node
+    0x01 || left || right, split at the largest power of two smaller than n."""
+    if not leaves:
+        return hashlib.sha256(b"").digest()
+    if len(leaves) == 1:
+        return hashlib.sha256(b"\x00" + leaves[0]).digest()
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    left, right = _rfc6962_root(leaves[:k]), _rfc6962_root(leaves[k:])
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def _known_open_bytes():
+    return canonical_json(
+        fact_as_known_at(
+            fact_canonical(**FACT_ARGS),
+            closed_at=FACT_ARGS["closed_at"],
+            known_at=datetime(2025, 2, 1, tzinfo=UTC),
+        )
+    )
+
+
+def test_golden_vectors_are_what_an_independent_computation_gives():
+    import rfc8785
+
+    fact_form = json.loads(FACT_BYTES)
+    assert rfc8785.dumps(fact_form) == FACT_BYTES
+    assert hashlib.sha256(FACT_BYTES).hexdigest() == FACT_SHA256
+    assert rfc8785.dumps(json.loads(EPISODE_BYTES)) == EPISODE_BYTES
+    assert hashlib.sha256(EPISODE_BYTES).hexdigest() == EPISODE_SHA256
+    known = rfc8785.dumps(
+        {**fact_form, "valid_until": None, "closed_at": None, "superseded_by": None}
+    )
+    assert hashlib.sha256(known).hexdigest() == FACT_KNOWN_OPEN_SHA256
+    assert _rfc6962_root([]).hex() == EMPTY_ROOT == hashlib.sha256(b"").hexdigest()
+    assert _rfc6962_root([FACT_BYTES]).hex() == ROOT_FACT
+    assert _rfc6962_root([FACT_BYTES, EPISODE_BYTES]).hex() == ROOT_FACT_EPISODE
+    assert _rfc6962_root([FACT_BYTES, EPISODE_BYTES, known]).hex() == ROOT_FACT_EPISODE_KNOWN
+    assert _rfc6962_root([b"a", b"b", b"c", b"d", b"e"]).hex() == ROOT_ABCDE
+
+
+def test_fact_canonical_form_matches_its_golden_bytes_and_hash():
+    form = fact_canonical(**FACT_ARGS)
+    assert canonical_json(form) == FACT_BYTES
+    assert record_sha256(form) == FACT_SHA256
+    assert sha256_of(form) == FACT_SHA256
+    assert sha256_hex(_known_open_bytes()) == FACT_KNOWN_OPEN_SHA256
+
+
+def test_episode_canonical_form_matches_its_golden_bytes_and_hash():
+    form = episode_canonical(**EPISODE_ARGS)
+    assert canonical_json(form) == EPISODE_BYTES
+    assert record_sha256(form) == EPISODE_SHA256
+    assert sha256_of(form) == EPISODE_SHA256
+
+
+def test_merkle_roots_match_golden_vectors():
+    assert merkle_root([]) == EMPTY_ROOT
+    assert merkle_root([FACT_BYTES]) == ROOT_FACT
+    assert merkle_root([FACT_BYTES, EPISODE_BYTES]) == ROOT_FACT_EPISODE
+    assert merkle_root([FACT_BYTES, EPISODE_BYTES, _known_open_bytes()]) == ROOT_FACT_EPISODE_KNOWN
+    assert merkle_root([b"a", b"b", b"c", b"d", b"e"]) == ROOT_ABCDE
+    assert merkle_root_reference([b"a", b"b", b"c", b"d", b"e"]) == ROOT_ABCDE

@@ -21,15 +21,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         result = injection_log_verify()
+        broken = result.first_broken
         if options["json"]:
-            self.stdout.write(json.dumps(result))
-        elif result["ok"]:
-            self.stdout.write(f"injection log intact: {result['checked']} records verified\n")
+            self.stdout.write(json.dumps(result.as_json()))
+        elif broken is None:
+            self.stdout.write(f"injection log intact: {result.checked} records verified\n")
         else:
-            broken = result["first_broken"]
             self.stdout.write(
-                f"injection log BROKEN at seq {broken['seq']} (id {broken['id']}): "
-                f"{broken['reason']}\n{result['checked']} records before it verified\n"
+                f"injection log BROKEN at seq {broken.seq} (id {broken.id}): "
+                f"{broken.reason}\n{result.checked} records before it verified\n"
             )
-        if not result["ok"]:
+        if not result.ok:
             raise SystemExit(1)

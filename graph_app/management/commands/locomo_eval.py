@@ -24,9 +24,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from tqdm import tqdm
 
 from graph_app.compiler import compiler_cache_forget, context_compile
-from graph_app.management.commands._progress import progress
 from graph_app.models import Episode
 from graph_app.services import episode_record
 from memoryproject.models import Project
@@ -85,25 +85,17 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
     project = Project.objects.create(
         slug=f"locomo-eval-{name}-{secrets.token_hex(4)}", name=f"LoCoMo eval {name}"
     )
+    # A progress bar on stderr (stdout carries the results), only when it is a terminal.
+    disable = None if show_progress else True
     try:
         with transaction.atomic():
-            rows = (
-                progress(turns, total=len(turns), label=f"{name} ingest")
-                if show_progress
-                else turns
-            )
-            for turn in rows:
+            for turn in tqdm(turns, desc=f"{name} ingest", disable=disable):
                 episode_record(project=project, **turn)
         external = dict(Episode.objects.filter(project=project).values_list("id", "external_id"))
         hits_all = hits_any = 0
         timings: list[float] = []
         cited_counts: list[int] = []
-        rows = (
-            progress(questions, total=len(questions), label=f"{name} compile")
-            if show_progress
-            else questions
-        )
-        for qa in rows:
+        for qa in tqdm(questions, desc=f"{name} compile", disable=disable):
             start = time.perf_counter()
             result = context_compile(project=project, query=qa["question"], max_tokens=budget)
             timings.append((time.perf_counter() - start) * 1000)

@@ -19,30 +19,26 @@ import random
 import secrets
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
+from tqdm import tqdm
 
 from graph_app.compiler import compiler_cache_forget, context_compile
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
-from graph_app.management.commands._progress import progress
-from graph_app.models import (
-    Entity,
-    Episode,
-    EpisodeCategory,
-    EpisodeFile,
-    GraphRevision,
-    TemporalFact,
-)
+from graph_app.models import Entity, Episode, EpisodeCategory, EpisodeFile, TemporalFact
 from graph_app.selectors import entity_query, integrity_verify
-from graph_app.services import episode_record, fact_upsert
+from graph_app.services import episode_record, fact_upsert, graph_revision_bump
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens
+
+# Draws a progress bar on stderr (stdout carries the results), only when it is a terminal.
+Show = Callable[..., Iterable[Any]]
 
 
 @dataclass(frozen=True)
@@ -57,28 +53,10 @@ class Scale:
 
 
 SCALES = {
-    "small": Scale(
-        entities=20, facts=120, superseded=30, episodes=30, queries=12, samples=10, integrity_runs=2
-    ),
-    "cortex": Scale(
-        entities=60,
-        facts=500,
-        superseded=150,
-        episodes=100,
-        queries=50,
-        samples=50,
-        integrity_runs=5,
-    ),
-    "100k": Scale(
-        entities=2_000,
-        facts=100_000,
-        superseded=30_000,
-        episodes=10_000,
-        queries=50,
-        samples=50,
-        integrity_runs=1,
-    ),
-}
+    "small": Scale(entities=20, facts=120, superseded=30, episodes=30, queries=12, samples=10, integrity_runs=2),
+    "cortex": Scale(entities=60, facts=500, superseded=150, episodes=100, queries=50, samples=50, integrity_runs=5),
+    "100k": Scale(entities=2_000, facts=100_000, superseded=30_000, episodes=10_000, queries=50, samples=50, integrity_runs=1),
+}  # fmt: skip
 BUDGET = 800
 
 AREAS = [
@@ -151,15 +129,15 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 class _Corpus:
-    """The synthetic memory: plans rows in Python, then bulk-inserts them."""
+    """The synthetic memory: plans rows in Python, then bulk-inserts them in one transaction
+    that holds the project's graph revision, like a service write."""
 
     def __init__(self, project: Project, scale: Scale, rng: random.Random) -> None:
         self.project, self.scale, self.rng = project, scale, rng
         self.base = datetime(2025, 1, 1, tzinfo=UTC)
         self.entities: list[str] = []
-        self.chains: list[
-            tuple[str, str, list[str]]
-        ] = []  # subject, predicate, fact ids (old->new)
+        # subject, predicate, fact ids (old -> new)
+        self.chains: list[tuple[str, str, list[str]]] = []
         self.episode_ids: list[str] = []
 
     def _entity_names(self) -> list[str]:
@@ -173,14 +151,24 @@ class _Corpus:
             i += 1
         return names
 
-    def load(self, show: Callable[..., Any]) -> None:
-        rng, project, now = self.rng, self.project, datetime.now(UTC)
-        names = self._entity_names()
+    def load(self, show: Show) -> None:
+        with transaction.atomic():
+            revision = graph_revision_bump(self.project)
+            ids = self._entities_load()
+            self._episodes_load(ids, revision, show)
+            chains = self._chain_plans()
+            edges = self._edge_plans(self.scale.facts - len(chains))
+            self._facts_load(ids, chains + edges, revision, show)
+
+    def _entities_load(self) -> dict[str, int]:
+        """Creates the entities; answers their primary keys by slug."""
+        now = datetime.now(UTC)
         kinds = {f"{a}_{k}": kind for a in AREAS for k, kind in KINDS}
+        self.entities = self._entity_names()
         Entity.objects.bulk_create(
             [
                 Entity(
-                    project=project,
+                    project=self.project,
                     slug=n,
                     kind=kinds.get(n.rsplit("_", 1)[0], "module")
                     if n[-1].isdigit()
@@ -188,46 +176,39 @@ class _Corpus:
                     name=n,
                     created_at=now,
                 )
-                for n in names
+                for n in self.entities
             ],
             batch_size=2000,
         )
-        self.entities = names
-        ids = dict(Entity.objects.filter(project=project).values_list("slug", "id"))
-        revision = 1
+        return dict(Entity.objects.filter(project=self.project).values_list("slug", "id"))
 
-        episodes: list[Episode] = []
-        for i in show(range(self.scale.episodes), total=self.scale.episodes, label="episodes"):
-            category = CATEGORIES[i % len(CATEGORIES)]
-            a, b = rng.sample(names, 2)
-            path = f"src/{a.split('_')[0]}/{a}.py"
-            value = rng.choice(SINGULAR["stores_data_in"])
-            title_t, content_t = EPISODE_TEMPLATES[category]
-            fields = {"a": a, "b": b, "f": path, "p": "storage", "v": value}
-            occurred = self.base + timedelta(hours=3 * i)
-            episode = Episode(
-                id=f"ep_{rng.getrandbits(64):016x}",
-                project=project,
-                category=category,
-                title=title_t.format(**fields),
-                content=content_t.format(**fields),
-                files_touched=[path],
-                entities_mentioned=[a, b],
-                metadata={},
-                occurred_at=occurred,
-                recorded_at=occurred,
-                external_id=None,
-                revision=revision,
-            )
-            episode.sha256 = sha256_of(
-                episode_canonical(
-                    id=episode.id, project=project.slug, category=category, title=episode.title,
-                    content=episode.content, files_touched=episode.files_touched,
-                    entities_mentioned=episode.entities_mentioned, metadata=episode.metadata,
-                    occurred_at=occurred, recorded_at=occurred, external_id=None,
-                )
-            )  # fmt: skip
-            episodes.append(episode)
+    def _episode(self, i: int, revision: int) -> Episode:
+        category = CATEGORIES[i % len(CATEGORIES)]
+        a, b = self.rng.sample(self.entities, 2)
+        path = f"src/{a.split('_')[0]}/{a}.py"
+        value = self.rng.choice(SINGULAR["stores_data_in"])
+        title_t, content_t = EPISODE_TEMPLATES[category]
+        words = {"a": a, "b": b, "f": path, "p": "storage", "v": value}
+        occurred = self.base + timedelta(hours=3 * i)
+        # The canonical form's fields are the model's: one dict serves both.
+        fields: dict[str, Any] = {
+            "id": f"ep_{self.rng.getrandbits(64):016x}",
+            "category": category,
+            "title": title_t.format(**words),
+            "content": content_t.format(**words),
+            "files_touched": [path],
+            "entities_mentioned": [a, b],
+            "metadata": {},
+            "occurred_at": occurred,
+            "recorded_at": occurred,
+            "external_id": None,
+        }
+        sha256 = sha256_of(episode_canonical(project=self.project.slug, **fields))
+        return Episode(project=self.project, revision=revision, sha256=sha256, **fields)
+
+    def _episodes_load(self, ids: dict[str, int], revision: int, show: Show) -> None:
+        count = self.scale.episodes
+        episodes = [self._episode(i, revision) for i in show(range(count), desc="episodes")]
         Episode.objects.bulk_create(episodes, batch_size=2000)
         EpisodeFile.objects.bulk_create(
             [EpisodeFile(episode=e, path=e.files_touched[0]) for e in episodes], batch_size=5000
@@ -244,19 +225,18 @@ class _Corpus:
         )
         self.episode_ids = [e.id for e in episodes]
 
-        # Facts: supersession chains on singular predicates until the superseded quota is met,
-        # then one-fact chains and dependency edges for the rest.
-        plans: list[dict[str, Any]] = []
+    def _chain_plans(self) -> list[dict[str, Any]]:
+        """Supersession chains on singular predicates until the superseded quota is met, then
+        one-fact chains. Each plan holds the arguments of ``fact_canonical`` but the project
+        and the confidence (always 1.0)."""
+        rng, plans = self.rng, []
         remaining_superseded = self.scale.superseded
-        pairs = [(s, p) for s in names for p in SINGULAR]
+        pairs = [(s, p) for s in self.entities for p in SINGULAR]
         rng.shuffle(pairs)
-        pair_iter = iter(pairs)
         edge_quota = (self.scale.facts - self.scale.superseded) // 3
         singles_quota = self.scale.facts - self.scale.superseded - edge_quota
-        while remaining_superseded > 0 or singles_quota > 0:
-            try:
-                subject, predicate = next(pair_iter)
-            except StopIteration:
+        for subject, predicate in pairs:
+            if remaining_superseded <= 0 and singles_quota <= 0:
                 break
             length = 1
             if remaining_superseded > 0:
@@ -269,8 +249,8 @@ class _Corpus:
             start = self.base + timedelta(days=rng.randint(0, 200))
             chain_ids = [f"fact_{rng.getrandbits(64):016x}" for _ in range(length)]
             for k in range(length):
-                valid_from = start + timedelta(days=30 * k)
                 closed = k < length - 1
+                end = start + timedelta(days=30 * (k + 1)) if closed else None
                 plans.append(
                     {
                         "id": chain_ids[k],
@@ -279,18 +259,23 @@ class _Corpus:
                         "object_value": values[k],
                         "object_entity": None,
                         "singular": True,
-                        "valid_from": valid_from,
-                        "valid_until": start + timedelta(days=30 * (k + 1)) if closed else None,
-                        "recorded_at": valid_from,
-                        "closed_at": start + timedelta(days=30 * (k + 1)) if closed else None,
+                        "valid_from": start + timedelta(days=30 * k),
+                        "valid_until": end,
+                        "recorded_at": start + timedelta(days=30 * k),
+                        "closed_at": end,
                         "superseded_by": chain_ids[k + 1] if closed else None,
                         "source_episode": rng.choice(self.episode_ids) if self.episode_ids and rng.random() < 0.3 else None,
                     }
                 )  # fmt: skip
             if length > 1:
                 self.chains.append((subject, predicate, chain_ids))
-        while len(plans) < self.scale.facts:
-            subject, target = rng.sample(names, 2)
+        return plans
+
+    def _edge_plans(self, count: int) -> list[dict[str, Any]]:
+        """``count`` dependency edges: non-singular facts whose object is an entity."""
+        rng, plans = self.rng, []
+        for _ in range(count):
+            subject, target = rng.sample(self.entities, 2)
             when = self.base + timedelta(days=rng.randint(0, 300))
             plans.append(
                 {
@@ -308,11 +293,15 @@ class _Corpus:
                     "source_episode": None,
                 }
             )
-        rows: list[TemporalFact] = []
-        for plan in show(plans, total=len(plans), label="facts"):
-            fact = TemporalFact(
+        return plans
+
+    def _facts_load(
+        self, ids: dict[str, int], plans: list[dict[str, Any]], revision: int, show: Show
+    ) -> None:
+        rows = [
+            TemporalFact(
                 id=plan["id"],
-                project=project,
+                project=self.project,
                 subject_id=ids[plan["subject"]],
                 predicate=plan["predicate"],
                 object_value=plan["object_value"],
@@ -326,22 +315,12 @@ class _Corpus:
                 superseded_by_id=plan["superseded_by"],
                 source_episode_id=plan["source_episode"],
                 revision=revision,
+                sha256=sha256_of(fact_canonical(project=self.project.slug, confidence=1.0, **plan)),
             )
-            fact.sha256 = sha256_of(
-                fact_canonical(
-                    id=plan["id"], project=project.slug, subject=plan["subject"],
-                    predicate=plan["predicate"], object_value=plan["object_value"],
-                    object_entity=plan["object_entity"], singular=plan["singular"],
-                    confidence=1.0, valid_from=plan["valid_from"], valid_until=plan["valid_until"],
-                    recorded_at=plan["recorded_at"], closed_at=plan["closed_at"],
-                    superseded_by=plan["superseded_by"], source_episode=plan["source_episode"],
-                )
-            )  # fmt: skip
-            rows.append(fact)
-        # Successors first would violate nothing (the FK is deferred on PostgreSQL and SQLite
-        # checks at commit), but inserting newest-last keeps the chain readable.
+            for plan in show(plans, desc="facts")
+        ]
+        # Successors after their predecessors: the superseded_by key is checked at commit.
         TemporalFact.objects.bulk_create(rows, batch_size=2000)
-        GraphRevision.objects.update_or_create(project=project, defaults={"revision": revision})
 
 
 def _project_drop(project: Project) -> None:
@@ -356,114 +335,151 @@ def _project_drop(project: Project) -> None:
         project.delete()
 
 
+def _queries(corpus: _Corpus, count: int, rng: random.Random) -> list[tuple[str, list[str]]]:
+    """Half aim at a supersession chain (subject + predicate; its closed facts are the stale
+    ids), the rest are the kind of question an agent asks before a task."""
+    queries: list[tuple[str, list[str]]] = []
+    for i in range(count):
+        if i % 2 == 0 and corpus.chains:
+            subject, predicate, chain = corpus.chains[(i // 2) % len(corpus.chains)]
+            queries.append((f"{subject} {predicate.replace('_', ' ')}", chain[:-1]))
+        else:
+            a = rng.choice(corpus.entities)
+            question = rng.choice(
+                [
+                    f"invariants of {a} before changing it",
+                    f"why did {a} fail in production",
+                    f"what does {a} depend on",
+                    f"migration plan for {a} storage",
+                ]
+            )
+            queries.append((question, []))
+    return queries
+
+
+@dataclass
+class _Measures:
+    """Timings (ms) per operation and the correctness counts of one run."""
+
+    times: dict[str, list[float]] = field(default_factory=dict)
+    compliant: int = 0
+    stale_total: int = 0
+    stale_shown: int = 0
+    verified: bool = True
+
+    def timed(self, operation: str, fn: Callable[[], Any]) -> Any:
+        elapsed, result = _timed(fn)
+        self.times.setdefault(operation, []).append(elapsed)
+        return result
+
+
+def _measure_compiles(
+    project: Project, queries: list[tuple[str, list[str]]], show: Show, m: _Measures
+) -> None:
+    for query, stale_ids in show(queries, desc="compile_context"):
+        result = m.timed(
+            "compile_context",
+            partial(context_compile, project=project, query=query, max_tokens=BUDGET),
+        )
+        m.compliant += (
+            result["token_count"] <= BUDGET
+            and count_tokens(result["markdown"]) == result["token_count"]
+        )
+        shown = {i["id"] for i in result["items"]}
+        m.stale_total += len(stale_ids)
+        m.stale_shown += len(shown & set(stale_ids))
+
+
+def _measure_writes(
+    project: Project, corpus: _Corpus, rng: random.Random, show: Show, m: _Measures
+) -> None:
+    samples = corpus.scale.samples
+    for i in show(range(samples), desc="record_episode"):
+        a, b = rng.sample(corpus.entities, 2)
+        m.timed(
+            "record_episode",
+            partial(
+                episode_record,
+                project=project,
+                title=f"Benchmark note {i} on {a}",
+                category=CATEGORIES[i % len(CATEGORIES)],
+                content=f"{a} now calls {b} through the outbox; see src/{a}.py",
+                files_touched=[f"src/{a}.py"],
+                entities_mentioned=[a, b],
+            ),
+        )
+    for i in show(range(samples), desc="upsert_fact"):
+        subject = rng.choice(corpus.entities)
+        predicate = rng.choice(list(SINGULAR))
+        m.timed(
+            "upsert_fact",
+            partial(
+                fact_upsert,
+                project=project,
+                subject_id=subject,
+                predicate=predicate,
+                object_value=f"bench_value_{i}",
+            ),
+        )
+
+
+def _measure_reads(
+    project: Project, corpus: _Corpus, rng: random.Random, show: Show, m: _Measures
+) -> None:
+    for _ in show(range(corpus.scale.samples), desc="entity_query"):
+        entity = rng.choice(corpus.entities)
+        m.timed(
+            "entity_query", partial(entity_query, project=project, entity_id=entity, max_hops=2)
+        )
+    runs = corpus.scale.integrity_runs
+    for _ in show(range(runs), desc="integrity"):
+        report = m.timed("integrity_verify", partial(integrity_verify, project=project))
+        m.verified = m.verified and bool(report.get("verified"))
+
+
 def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> dict[str, Any]:
     scale = SCALES[scale_name]
     rng = random.Random(seed)
-    show = progress if show_progress else (lambda items, **_: items)
+    show: Show = partial(tqdm, disable=None if show_progress else True)
     project = Project.objects.create(
         slug=f"bench-{scale_name}-{secrets.token_hex(4)}", name=f"memory_benchmark {scale_name}"
     )
+    m = _Measures()
     try:
         corpus = _Corpus(project, scale, rng)
-        load_ms, _ = _timed(lambda: corpus.load(show))
-
-        # Queries: half aim at a supersession chain (subject + predicate), the rest are the
-        # kind of question an agent asks before a task.
-        queries: list[tuple[str, list[str]]] = []
-        for i in range(scale.queries):
-            if i % 2 == 0 and corpus.chains:
-                subject, predicate, chain = corpus.chains[(i // 2) % len(corpus.chains)]
-                queries.append((f"{subject} {predicate.replace('_', ' ')}", chain[:-1]))
-            else:
-                a = rng.choice(corpus.entities)
-                queries.append(
-                    (
-                        rng.choice(
-                            [
-                                f"invariants of {a} before changing it",
-                                f"why did {a} fail in production",
-                                f"what does {a} depend on",
-                                f"migration plan for {a} storage",
-                            ]
-                        ),
-                        [],
-                    )
-                )
-
-        build_ms, _ = _timed(
-            lambda: context_compile(project=project, query="warm up", max_tokens=BUDGET)
+        m.timed("load", lambda: corpus.load(show))
+        queries = _queries(corpus, scale.queries, rng)
+        m.timed(
+            "build", partial(context_compile, project=project, query="warm up", max_tokens=BUDGET)
         )
-        compile_ms: list[float] = []
-        compliant = 0
-        stale_total = stale_shown = 0
-        for query, stale_ids in show(queries, total=len(queries), label="compile_context"):
-            elapsed, result = _timed(
-                partial(context_compile, project=project, query=query, max_tokens=BUDGET)
-            )
-            compile_ms.append(elapsed)
-            compliant += (
-                result["token_count"] <= BUDGET
-                and count_tokens(result["markdown"]) == result["token_count"]
-            )
-            shown = {i["id"] for i in result["items"]}
-            stale_total += len(stale_ids)
-            stale_shown += len(shown & set(stale_ids))
-
-        episode_ms: list[float] = []
-        for i in show(range(scale.samples), total=scale.samples, label="record_episode"):
-            a, b = rng.sample(corpus.entities, 2)
-            elapsed, _ = _timed(
-                partial(
-                    episode_record,
-                    project=project,
-                    title=f"Benchmark note {i} on {a}",
-                    category=CATEGORIES[i % len(CATEGORIES)],
-                    content=f"{a} now calls {b} through the outbox; see src/{a}.py",
-                    files_touched=[f"src/{a}.py"],
-                    entities_mentioned=[a, b],
-                )
-            )
-            episode_ms.append(elapsed)
-        upsert_ms: list[float] = []
-        for i in show(range(scale.samples), total=scale.samples, label="upsert_fact"):
-            subject = rng.choice(corpus.entities)
-            predicate = rng.choice(list(SINGULAR))
-            elapsed, _ = _timed(
-                partial(
-                    fact_upsert,
-                    project=project,
-                    subject_id=subject,
-                    predicate=predicate,
-                    object_value=f"bench_value_{i}",
-                )
-            )
-            upsert_ms.append(elapsed)
-        refresh_ms, _ = _timed(
-            lambda: context_compile(project=project, query="after writes", max_tokens=BUDGET)
+        _measure_compiles(project, queries, show, m)
+        _measure_writes(project, corpus, rng, show, m)
+        m.timed(
+            "refresh",
+            partial(context_compile, project=project, query="after writes", max_tokens=BUDGET),
         )
-        entity_ms: list[float] = []
-        for _ in show(range(scale.samples), total=scale.samples, label="entity_query"):
-            entity = rng.choice(corpus.entities)
-            elapsed, _ = _timed(
-                partial(entity_query, project=project, entity_id=entity, max_hops=2)
-            )
-            entity_ms.append(elapsed)
-        integrity_ms: list[float] = []
-        verified = True
-        for _ in show(range(scale.integrity_runs), total=scale.integrity_runs, label="integrity"):
-            elapsed, report = _timed(lambda: integrity_verify(project=project))
-            integrity_ms.append(elapsed)
-            verified = verified and bool(report.get("verified"))
+        _measure_reads(project, corpus, rng, show, m)
     finally:
         _project_drop(project)
+    return _report(scale_name, seed, scale, m, len(queries))
 
-    def stats(values: list[float]) -> dict[str, float]:
-        return {
-            "n": len(values),
-            "p50_ms": round(statistics.median(values), 3) if values else 0.0,
-            "p95_ms": round(_percentile(values, 0.95), 3),
-        }
 
+def _stats(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 3) if values else 0.0,
+        "p95_ms": round(_percentile(values, 0.95), 3),
+    }
+
+
+def _report(scale_name: str, seed: int, scale: Scale, m: _Measures, queries: int) -> dict[str, Any]:
+    operations = (
+        "record_episode",
+        "upsert_fact",
+        "entity_query",
+        "compile_context",
+        "integrity_verify",
+    )
     return {
         "scale": scale_name,
         "seed": seed,
@@ -475,20 +491,14 @@ def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> 
             "compile_queries": scale.queries,
             "budget_tokens": BUDGET,
         },
-        "operations": {
-            "record_episode": stats(episode_ms),
-            "upsert_fact": stats(upsert_ms),
-            "entity_query": stats(entity_ms),
-            "compile_context": stats(compile_ms),
-            "integrity_verify": stats(integrity_ms),
-        },
-        "load_ms": round(load_ms, 1),
-        "index_build_ms": round(build_ms, 1),
-        "index_refresh_after_writes_ms": round(refresh_ms, 1),
-        "stale_suppression_rate": 1 - stale_shown / stale_total if stale_total else 1.0,
-        "stale_candidates": stale_total,
-        "budget_compliance_rate": compliant / len(queries) if queries else 1.0,
-        "integrity_verified": verified,
+        "operations": {name: _stats(m.times.get(name, [])) for name in operations},
+        "load_ms": round(m.times["load"][0], 1),
+        "index_build_ms": round(m.times["build"][0], 1),
+        "index_refresh_after_writes_ms": round(m.times["refresh"][0], 1),
+        "stale_suppression_rate": 1 - m.stale_shown / m.stale_total if m.stale_total else 1.0,
+        "stale_candidates": m.stale_total,
+        "budget_compliance_rate": m.compliant / queries if queries else 1.0,
+        "integrity_verified": m.verified,
     }
 
 

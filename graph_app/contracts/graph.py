@@ -1,0 +1,472 @@
+"""Inputs and outputs of the knowledge graph: facts, retractions, episodes, entities, the entity
+query, time travel and integrity.
+
+Every bound and rule of a graph write lives here, once: the services, the REST views, the MCP
+tools and the OpenAPI schema all read these models. Text is stripped of surrounding white space
+before its bounds are checked, as it is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, model_validator
+
+from graph_app.domain.hashing import canonical_json
+from memoryproject.contracts import (
+    AwareDatetime,
+    BlankIsNone,
+    Input,
+    NoNul,
+    Output,
+    Unit,
+    UtcDatetime,
+    parse_bool,
+    rule_error,
+)
+from memoryproject.errors import validation_error
+
+ENTITY_ID_MAX = 128
+ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+#-]*$")
+ENTITY_ID_RULE = (
+    "letters, digits and _ . : / @ + # -, starting with a letter or digit, "
+    f"at most {ENTITY_ID_MAX} characters"
+)
+ENTITY_KIND_MAX = 32
+RECORD_ID_MAX = 40
+PREDICATE_MAX = 128
+OBJECT_VALUE_MAX = 2_000
+TITLE_MAX = 300
+CONTENT_MAX = 50_000
+FILES_MAX = 200
+FILE_PATH_MAX = 500
+ENTITIES_MENTIONED_MAX = 200
+EXTERNAL_ID_MAX = 200
+METADATA_MAX_CHARS = 10_000
+NAME_MAX = 200
+ALIASES_MAX = 50
+MAX_HOPS = 5
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+TIMESTAMP = "ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z."
+
+#: The episode categories (graph_app.models.EpisodeCategory stores the same values).
+Category = Literal["adr", "bug_root_cause", "invariant", "session_note", "migration", "incident"]
+FactStatus = Literal["active", "superseded", "retracted"]
+
+
+# --- field types ------------------------------------------------------------------------------
+
+# The house NUL rule, applied after stripping and bounds so that their errors keep the house
+# wording.
+_NO_NUL = NoNul
+
+
+def _trimmed(max_length: int) -> StringConstraints:
+    return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
+
+
+def _entity_id(value: str) -> str:
+    if not ENTITY_ID_RE.match(value):
+        raise rule_error(f"'{value[:60]}' is not an entity id; use {ENTITY_ID_RULE}")
+    return value
+
+
+def _one_word(value: str) -> str:
+    if CONTROL_CHARS.search(value) or " " in value:
+        raise rule_error("must be one word without spaces (e.g. depends_on)")
+    return value
+
+
+def _printable(value: str) -> str:
+    # Line breaks and tabs are part of a value's text; other control characters are not.
+    if CONTROL_CHARS.search(value.replace("\n", "").replace("\t", "")):
+        raise rule_error("must not contain control characters")
+    return value
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _plain_json(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        size = len(canonical_json(value))
+    except Exception as exc:  # the canonicaliser rejects NaN, huge integers and the like
+        raise rule_error(f"must be plain JSON ({exc})") from None
+    if size > METADATA_MAX_CHARS:
+        raise rule_error(f"must be at most {METADATA_MAX_CHARS} bytes of JSON, got {size}")
+    return value
+
+
+def _text_bool(value: object) -> object:
+    return parse_bool(value) if isinstance(value, str) else value
+
+
+EntityId = Annotated[
+    str,
+    _trimmed(ENTITY_ID_MAX),
+    AfterValidator(_entity_id),
+    Field(json_schema_extra={"pattern": ENTITY_ID_RE.pattern}),
+]
+RecordId = Annotated[str, _trimmed(RECORD_ID_MAX), _NO_NUL]
+Predicate = Annotated[str, _trimmed(PREDICATE_MAX), AfterValidator(_one_word)]
+ObjectValue = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, max_length=OBJECT_VALUE_MAX),
+    AfterValidator(_printable),
+]
+Title = Annotated[str, _trimmed(TITLE_MAX), _NO_NUL]
+Content = Annotated[str, _trimmed(CONTENT_MAX), _NO_NUL]
+FilePath = Annotated[str, _trimmed(FILE_PATH_MAX), _NO_NUL]
+ExternalId = Annotated[str, _trimmed(EXTERNAL_ID_MAX), _NO_NUL]
+#: Optional references and ids, where "" is the same as none.
+EpisodeRef = Annotated[RecordId | None, BlankIsNone]
+EntityRef = Annotated[EntityId | None, BlankIsNone]
+OwnId = Annotated[ExternalId | None, BlankIsNone]
+Kind = Annotated[str, _trimmed(ENTITY_KIND_MAX), _NO_NUL]
+Name = Annotated[str, _trimmed(NAME_MAX), _NO_NUL]
+Alias = Annotated[str, _trimmed(ENTITY_ID_MAX), _NO_NUL]
+Aliases = Annotated[list[Alias], Field(max_length=ALIASES_MAX), AfterValidator(_unique)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+#: A boolean that may come as query-string text, read by the one text rule (parse_bool).
+TextBool = Annotated[bool, BeforeValidator(_text_bool)]
+#: An optional timestamp ("" is the same as none).
+Instant = Annotated[AwareDatetime | None, BlankIsNone]
+
+
+# --- inputs -----------------------------------------------------------------------------------
+
+
+class FactUpsertInput(Input):
+    subject_id: Annotated[
+        EntityId, Field(description="Entity id of the subject, e.g. auth_service.")
+    ]
+    predicate: Annotated[
+        Predicate, Field(description="Relation name, one word, e.g. uses_token_format.")
+    ]
+    object_value: Annotated[
+        ObjectValue | None,
+        Field(
+            description="The object as text, e.g. PASETO_v4_public. May be omitted when "
+            "object_entity is given: the value is then the entity id."
+        ),
+    ] = None
+    singular: Annotated[
+        bool,
+        Field(
+            description="True: one current value per (subject, predicate); a new value closes "
+            "and supersedes the active one. False for predicates with several values at once "
+            "(e.g. depends_on)."
+        ),
+    ] = True
+    valid_from: Annotated[
+        Instant,
+        Field(description=f"When the fact became true in the world (default now). {TIMESTAMP}"),
+    ] = None
+    source_episode: Annotated[
+        EpisodeRef, Field(description="Id of the episode this fact comes from (ep_...).")
+    ] = None
+    object_entity: Annotated[
+        EntityRef,
+        Field(
+            description="Entity id when the object is itself an entity (e.g. depends_on "
+            "payment_ledger): makes the fact a graph edge that memory_query_entity and the "
+            "compiler's 2-hop activation follow."
+        ),
+    ] = None
+    confidence: Annotated[Unit, Field(description="How sure the source is, 0..1.")] = 1.0
+
+    @model_validator(mode="after")
+    def _has_object(self) -> FactUpsertInput:
+        if not self.object_value and self.object_entity is None:
+            raise validation_error("object_value", "must not be empty")
+        return self
+
+    @property
+    def value(self) -> str:
+        """The object's text: object_value, else the object entity's id."""
+        return self.object_value or self.object_entity or ""
+
+
+class FactRetractInput(Input):
+    fact_id: Annotated[RecordId, Field(description="Id of the fact to retract (fact_...).")]
+    at: Annotated[
+        Instant, Field(description=f"When it stopped being true (default now). {TIMESTAMP}")
+    ] = None
+
+
+class EpisodeRecordInput(Input):
+    title: Annotated[Title, Field(description="One-line title.")]
+    category: Annotated[
+        Category,
+        Field(description="adr, bug_root_cause, invariant, session_note, migration or incident."),
+    ]
+    content: Annotated[Content, Field(description="The knowledge itself, in prose or markdown.")]
+    files_touched: Annotated[
+        list[FilePath],
+        Field(max_length=FILES_MAX, description="Repository paths the episode concerns."),
+        AfterValidator(_unique),
+    ] = []
+    entities_mentioned: Annotated[
+        list[EntityId],
+        Field(
+            max_length=ENTITIES_MENTIONED_MAX,
+            description="Entity ids (slugs such as auth_service) it is about; created on first "
+            "mention and linked.",
+        ),
+        AfterValidator(_unique),
+    ] = []
+    occurred_at: Annotated[
+        Instant, Field(description=f"When it happened (default now). {TIMESTAMP}")
+    ] = None
+    external_id: Annotated[
+        OwnId,
+        Field(
+            description="Your own id for it, unique per project: recording it again with the "
+            "same content answers the stored episode."
+        ),
+    ] = None
+    metadata: Annotated[
+        Metadata | None,
+        Field(
+            description='Any JSON object, e.g. {"speaker": "...", "session": "..."}; part of '
+            f"the hash. At most {METADATA_MAX_CHARS} bytes of canonical JSON."
+        ),
+    ] = None
+
+
+class EntityUpsertInput(Input):
+    entity_id: Annotated[EntityId, Field(description="Entity id, e.g. payment_ledger.")]
+    kind: Annotated[
+        Kind | None,
+        Field(description="service, module, file, library, person, ... (unchanged if omitted)."),
+    ] = None
+    name: Annotated[Name | None, Field(description="Display name (unchanged if omitted).")] = None
+    aliases: Annotated[
+        Aliases | None, Field(description="Other names (replace the stored ones).")
+    ] = None
+
+
+class EntityQueryInput(Input):
+    entity_id: Annotated[
+        str,
+        Field(
+            min_length=1, max_length=ENTITY_ID_MAX, description="Entity id, e.g. payment_ledger."
+        ),
+    ]
+    max_hops: Annotated[
+        int, Field(ge=0, le=MAX_HOPS, description="Ego-graph radius over active edges.")
+    ] = 2
+    include_superseded: Annotated[
+        TextBool,
+        Field(
+            description="Also list the history (superseded and retracted facts) among facts; "
+            "history is always answered on its own."
+        ),
+    ] = False
+
+
+class TimeTravelInput(Input):
+    as_of: Annotated[
+        AwareDatetime, Field(description=f"Valid time: the facts true at this time. {TIMESTAMP}")
+    ]
+    known_at: Annotated[
+        Instant,
+        Field(
+            description="Transaction time: only what had been recorded by then, as it was then "
+            f"known (default now). {TIMESTAMP}"
+        ),
+    ] = None
+
+
+class IntegrityInput(Input):
+    """No arguments: the whole project is verified."""
+
+
+class FactGetInput(Input):
+    fact_id: Annotated[RecordId, Field(description="Id of the fact (fact_...).")]
+
+
+class EpisodeGetInput(Input):
+    episode_id: Annotated[RecordId, Field(description="Id of the episode (ep_...).")]
+
+
+# --- outputs ----------------------------------------------------------------------------------
+
+
+class FactOut(Output):
+    omit_when_none = frozenset({"revision"})
+
+    id: str
+    project: str
+    subject: str
+    predicate: str
+    object_value: str
+    object_entity: str | None
+    singular: bool
+    confidence: float
+    valid_from: UtcDatetime
+    valid_until: UtcDatetime | None
+    recorded_at: UtcDatetime
+    closed_at: UtcDatetime | None
+    superseded_by: str | None
+    source_episode: str | None
+    status: FactStatus
+    sha256: str
+    revision: int | None = Field(
+        None, description="Graph revision of the fact's last change (absent in time travel)."
+    )
+
+
+class EpisodeOut(Output):
+    id: str
+    project: str
+    category: Category
+    title: str
+    content: str
+    files_touched: list[str]
+    entities_mentioned: list[str]
+    metadata: dict[str, Any]
+    occurred_at: UtcDatetime
+    recorded_at: UtcDatetime
+    external_id: str | None
+    sha256: str
+    revision: int
+
+
+class EntityOut(Output):
+    id: str
+    kind: str
+    name: str
+    aliases: list[str]
+    created_at: UtcDatetime
+
+
+class FactUpsertResult(Output):
+    fact: FactOut
+    created: bool
+    outcome: Literal["active", "history", "unchanged"] = Field(
+        description="active: the new current truth; history: recorded as past (it starts "
+        "before the current one); unchanged: identical to the active fact, nothing written."
+    )
+    superseded: list[FactOut] = Field(description="Facts this one closed and superseded.")
+
+
+class FactRetractResult(Output):
+    fact: FactOut
+    retracted: bool
+
+
+class EpisodeRecordResult(EpisodeOut):
+    created: bool = Field(description="False when the same external_id was already recorded.")
+
+
+class EgoNode(Output):
+    id: str
+    kind: str
+    hops: int
+
+
+class EgoEdge(Output):
+    fact_id: str
+    source: str
+    predicate: str
+    target: str
+
+
+class EgoGraph(Output):
+    max_hops: int
+    nodes: list[EgoNode]
+    edges: list[EgoEdge]
+
+
+class EntityQueryResult(Output):
+    entity: EntityOut
+    facts: list[FactOut] = Field(description="Active facts (with history if asked).")
+    history: list[FactOut] = Field(description="Superseded and retracted facts.")
+    episodes: list[EpisodeOut] = Field(
+        description="Episodes that mention the entity or are the source of its facts."
+    )
+    ego_graph: EgoGraph
+
+
+class TimeTravelResult(Output):
+    project: str
+    as_of: UtcDatetime
+    known_at: UtcDatetime
+    count: int
+    snapshot_hash: str = Field(description="RFC 6962 Merkle root over the facts as then known.")
+    facts: list[FactOut]
+
+
+class Mismatch(Output):
+    kind: Literal["fact", "episode"]
+    id: str
+    stored: str
+    computed: str
+
+
+class IntegrityResult(Output):
+    project: str
+    verified: bool
+    facts: int
+    episodes: int
+    records: int
+    merkle_root: str
+    mismatched_ids: list[str]
+    mismatches: list[Mismatch]
+    checked_at: UtcDatetime
+
+
+class FactCounts(Output):
+    total: int
+    active: int
+    superseded: int
+    retracted: int
+
+
+class EpisodeCounts(Output):
+    total: int
+    by_category: dict[str, int]
+
+
+class GraphSummary(Output):
+    project: str
+    revision: int
+    entities: int
+    facts: FactCounts
+    episodes: EpisodeCounts
+    merkle_root: str
+    verified: bool
+    mismatched_ids: list[str]
+
+
+class EpisodePreview(EpisodeOut):
+    content_truncated: bool
+
+
+class RecentEpisodes(Output):
+    project: str
+    count: int
+    episodes: list[EpisodePreview]
+
+
+class _Page(Output):
+    """One page of a list (limit/offset): ``next`` and ``previous`` are the pages' URLs."""
+
+    count: int
+    next: str | None
+    previous: str | None
+
+
+class FactPage(_Page):
+    results: list[FactOut]
+
+
+class EpisodePage(_Page):
+    results: list[EpisodeOut]
+
+
+class EntityPage(_Page):
+    results: list[EntityOut]
