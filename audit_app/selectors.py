@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Q
-
 from audit_app.contracts import BrokenRecord, ChainVerification, FindingOut
 from audit_app.domain.chain import record_hash, sha256_text
 from audit_app.domain.contradictions import HeldFact
@@ -18,6 +16,7 @@ from audit_app.models import (
     record_payload,
 )
 from graph_app.models import TemporalFact
+from graph_app.selectors import valid_at
 from memoryproject.models import Project
 
 
@@ -53,8 +52,7 @@ def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:
     """The project's facts valid at ``at`` as recorded now, as the contradiction rules read
     them (one query over the plain columns: audits run over 100,000 facts)."""
     rows = (
-        TemporalFact.objects.filter(project=project, valid_from__lte=at)
-        .filter(Q(valid_until__isnull=True) | Q(valid_until__gt=at))
+        TemporalFact.objects.filter(valid_at(at), project=project)
         .order_by()
         .values_list(
             "id",

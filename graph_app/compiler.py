@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
 
+from audit_app.selectors import open_findings_of_facts
 from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
 from graph_app.contracts.graph import FactOut
 from graph_app.domain.packing import Packed, PackItem, pack
@@ -45,6 +46,7 @@ from graph_app.domain.retrieval import (
     RankParams,
     Visibility,
 )
+from graph_app.domain.supersession import fact_status
 from graph_app.domain.tokenize import occurrence_terms, tokenize, tokenize_query
 from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
 from graph_app.selectors import facts_visible_at, graph_revision_current
@@ -66,6 +68,9 @@ RANK_PARAMS = RankParams()
 # episode's best-matching sentences in at most PREVIEW_TOKENS tokens, still cited.
 FULL_SHARE = 0.35
 PREVIEW_TOKENS = 16
+
+
+_END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 # --- documents --------------------------------------------------------------------------------
@@ -95,9 +100,14 @@ def _ts(value: datetime | None, default: float = INF) -> float:
 
 
 def _fact_status(row: dict[str, Any]) -> str:
-    if row["valid_until"] is None:
-        return "active"
-    return "superseded" if row["superseded_by_id"] else "retracted"
+    # A line states how the fact ends, whenever that is: "superseded" once its successor's
+    # time comes (lines are indexed once, not per instant).
+    return fact_status(
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
+        superseded=row["superseded_by_id"] is not None,
+        at=_END_OF_TIME,
+    )
 
 
 def _fact_doc(row: dict[str, Any]) -> MemoryDoc:
@@ -310,6 +320,8 @@ class _Ranked:
     weights: dict[str, float]
     # time travel without history: each fact as it was known then, by document key
     views: dict[str, FactOut]
+    # fact id -> the open contradiction finding that names it
+    conflicts: dict[str, int]
 
 
 def _visible(
@@ -319,7 +331,8 @@ def _visible(
     ``as_of`` (default ``known_at``) as known at ``known_at`` (default now), over the memory
     recorded by then. Called under the entry's lock."""
     if params.as_of is None and params.known_at is None:
-        return entry.index, Visibility(include_superseded=params.include_superseded), {}
+        live = Visibility(include_superseded=params.include_superseded, now=utcnow().timestamp())
+        return entry.index, live, {}
     known = params.known_at or utcnow()
     at = params.as_of or known
     index = entry.index
@@ -353,13 +366,22 @@ def _rank(project: Project, text: str, params: CompileInput) -> _Ranked:
         ranking = index.rank(text, visibility, RANK_PARAMS)
         payloads = {key: _payload(index.docs[key]) for key, _ in ranking.ranked}
         weights = {term: index.bm25.smooth_idf(term) for term in set(tokenize_query(text))}
-    return _Ranked(revision, ranking, payloads, weights, views)
+    conflicts = open_findings_of_facts(project=project)
+    return _Ranked(revision, ranking, payloads, weights, views, conflicts)
 
 
 def _payload(doc: MemoryDoc) -> _Item:
     item = doc.payload
     assert isinstance(item, _Item)
     return item
+
+
+def _line_in_conflict(item: _Item, finding: int) -> _Item:
+    """A fact's line marked, right after its citation, with the open finding that names it."""
+    mark = f" [CONFLICT:#{finding}]"
+    at = len(item.citation)
+    line = item.line[:at] + mark + item.line[at:]
+    return replace(item, line=line, keep=item.keep + len(mark), line_tokens=-1)
 
 
 def _candidates(ranked: _Ranked, budget: int) -> tuple[list[PackItem], dict[str, int]]:
@@ -372,6 +394,8 @@ def _candidates(ranked: _Ranked, budget: int) -> tuple[list[PackItem], dict[str,
         item = ranked.payloads[key]
         if ranked.views:
             item = _line_as_known(item, ranked.views.get(key))
+        if item.kind == "fact" and item.id in ranked.conflicts:
+            item = _line_in_conflict(item, ranked.conflicts[item.id])
         candidates.append(
             PackItem(
                 key=key,
@@ -446,6 +470,7 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
                 tokens=packed_item.tokens,
                 citation=item.citation,
                 truncated=packed_item.truncated,
+                open_finding=ranked.conflicts.get(item.id) if item.kind == "fact" else None,
             )
         )
     return CompileResult(

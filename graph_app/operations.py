@@ -20,7 +20,7 @@ def _created(result: g.FactUpsertResult | g.EpisodeRecordResult) -> bool:
 FACT_UPSERT = Operation(
     "memory_upsert_fact", g.FactUpsertInput, g.FactUpsertResult, "write", fact_upsert, _created
 )
-FACT_GET = Operation("fact_get", g.FactGetInput, g.FactOut, "read", fact_get)
+FACT_GET = Operation("memory_get_fact", g.FactGetInput, g.FactOut, "read", fact_get)
 FACT_RETRACT = Operation(
     "memory_retract_fact", g.FactRetractInput, g.FactRetractResult, "write", fact_retract
 )
@@ -32,7 +32,7 @@ EPISODE_RECORD = Operation(
     episode_record,
     _created,
 )
-EPISODE_GET = Operation("episode_get", g.EpisodeGetInput, g.EpisodeOut, "read", episode_get)
+EPISODE_GET = Operation("memory_get_episode", g.EpisodeGetInput, g.EpisodeOut, "read", episode_get)
 ENTITY_UPSERT = Operation("entity_upsert", g.EntityUpsertInput, g.EntityOut, "write", entity_upsert)
 ENTITY_QUERY = Operation(
     "memory_query_entity", g.EntityQueryInput, g.EntityQueryResult, "read", entity_query

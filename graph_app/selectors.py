@@ -45,6 +45,7 @@ from graph_app.domain.records import (
     fact_as_known_at,
     fact_canonical,
 )
+from graph_app.domain.render import cited_id
 from graph_app.models import Entity, Episode, EpisodeCategory, GraphRevision, TemporalFact
 from memoryproject.contracts import takes
 from memoryproject.errors import NotFoundError
@@ -171,6 +172,17 @@ def graph_revision_current(*, project: Project) -> int:
 # --- lists and single items -------------------------------------------------------------------
 
 
+def valid_at(at: datetime) -> Q:
+    """Facts valid at instant ``at`` (valid time, as recorded now)."""
+    return Q(valid_from__lte=at) & (Q(valid_until__isnull=True) | Q(valid_until__gt=at))
+
+
+def valid_now() -> Q:
+    """Facts valid at this instant: the current truth (a scheduled fact is not yet, a fact
+    whose successor is due later still is)."""
+    return valid_at(utcnow())
+
+
 def facts_query(*, project: Project) -> QuerySet[TemporalFact]:
     """The project's facts, oldest recorded first (filtered by graph_app.api.filters)."""
     qs = TemporalFact.objects.filter(project=project).select_related(*FACT_RELATED)
@@ -201,15 +213,26 @@ def _visible(
 
 
 def fact_find(*, fact_id: str, project_ids: Iterable[int] | None) -> TemporalFact:
-    """A fact by id within ``project_ids`` (None: any project), or 404."""
+    """A fact by id, or by its citation (``[FACT:fact_...]``), within ``project_ids`` (None:
+    any project), or 404."""
     facts = TemporalFact.objects.select_related(*FACT_RELATED)
-    return _visible(facts, fact_id, project_ids, field="fact_id", noun="fact")
+    return _visible(facts, cited_id(fact_id), project_ids, field="fact_id", noun="fact")
 
 
 def episode_find(*, episode_id: str, project_ids: Iterable[int] | None) -> Episode:
-    """An episode by id within ``project_ids`` (None: any project), or 404."""
+    """An episode by its id, its own ``external_id`` or its citation as a bundle shows it
+    (``[ADR:ADR-12]``), within ``project_ids`` (None: any project), or 404. An internal id
+    wins over an external one of the same text."""
+    reference = cited_id(episode_id)
     episodes = Episode.objects.select_related("project")
-    return _visible(episodes, episode_id, project_ids, field="episode_id", noun="episode")
+    if project_ids is not None:
+        episodes = episodes.filter(project_id__in=list(project_ids))
+    found = episodes.filter(pk=reference).first() or (
+        episodes.filter(external_id=reference).order_by("project_id").first()
+    )
+    if found is None:
+        raise NotFoundError(f"episode_id: no episode '{episode_id}'", field="episode_id")
+    return found
 
 
 @takes(FactGetInput)
@@ -243,9 +266,10 @@ def episodes_recent(*, project: Project, limit: int, preview_chars: int) -> Rece
 
 @takes(EntityQueryInput)
 def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryResult:
-    """An entity with its active facts, its history (superseded and retracted facts, with their
-    validity and successor), the episodes that mention it or are the source of its facts, and
-    its ego graph: every entity within ``max_hops`` over active edges, in either direction.
+    """An entity with the facts valid now, its history (superseded and retracted facts, with
+    their validity and successor), its scheduled facts, the episodes that mention it or are the
+    source of its facts, and its ego graph: every entity within ``max_hops`` over the edges
+    valid now, in either direction.
 
     History is always answered; ``include_superseded`` also lists those facts among ``facts``.
     """
@@ -253,11 +277,11 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
     if entity is None:
         raise NotFoundError(f"entity_id: no entity '{params.entity_id}'", field="entity_id")
     own = [fact_view(f) for f in _entity_facts(entity)]
-    active = [f for f in own if f.valid_until is None]
     return EntityQueryResult(
         entity=entity_view(entity),
-        facts=own if params.include_superseded else active,
-        history=[f for f in own if f.valid_until is not None],
+        facts=own if params.include_superseded else [f for f in own if f.status == "active"],
+        history=[f for f in own if f.status in ("superseded", "retracted")],
+        scheduled=[f for f in own if f.status == "scheduled"],
         episodes=[episode_view(e) for e in _entity_episodes(entity)],
         ego_graph=_ego_graph(entity, params.max_hops),
     )
@@ -314,9 +338,7 @@ def _ego_graph(entity: Entity, max_hops: int) -> EgoGraph:
     # Walk by entity row id so every hop is answered from the foreign-key indexes.
     ids = {entity.slug: entity.pk}
     kinds = {entity.slug: entity.kind}
-    active_edges = TemporalFact.objects.filter(
-        valid_until__isnull=True, object_entity__isnull=False
-    ).order_by()
+    active_edges = TemporalFact.objects.filter(valid_now(), object_entity__isnull=False).order_by()
 
     def edges_touching(nodes: set[str]) -> Iterator[Edge]:
         wanted = [ids[node] for node in nodes]
@@ -505,10 +527,12 @@ def graph_summary(*, project: Project) -> GraphSummary:
     """Counts of the project's graph (facts by status, episodes by category), its revision and
     the integrity result with the Merkle root over every record."""
     integrity = integrity_verify(project=project)
+    now = utcnow()
     facts = TemporalFact.objects.filter(project=project).aggregate(
-        active=Count("id", filter=Q(valid_until__isnull=True)),
-        superseded=Count("id", filter=Q(superseded_by__isnull=False)),
-        retracted=Count("id", filter=Q(valid_until__isnull=False, superseded_by__isnull=True)),
+        active=Count("id", filter=valid_at(now)),
+        scheduled=Count("id", filter=Q(valid_from__gt=now)),
+        superseded=Count("id", filter=Q(valid_until__lte=now, superseded_by__isnull=False)),
+        retracted=Count("id", filter=Q(valid_until__lte=now, superseded_by__isnull=True)),
     )
     by_category = dict.fromkeys(EpisodeCategory.values, 0)
     for row in (

@@ -15,9 +15,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from graph_app.contracts.graph import (
+    ENTITY_ID_MAX,
+    ENTITY_ID_RE,
     EntityOut,
     EntityUpsertInput,
     EpisodeRecordInput,
@@ -195,7 +198,8 @@ SELECT e.id, f.id, f.object_value, f.object_entity_id, oe.slug, f.confidence, f.
 FROM {entity} e
 LEFT JOIN {fact} f
   ON f.subject_id = e.id AND f.project_id = e.project_id AND f.predicate = %s
- AND f.singular = %s AND (f.valid_until IS NULL OR f.valid_from >= %s)
+ AND f.singular = %s
+ AND (f.valid_until IS NULL OR f.valid_from >= %s OR f.valid_until > %s)
 LEFT JOIN {entity} oe ON oe.id = f.object_entity_id
 WHERE e.project_id = %s AND e.slug = %s
 """
@@ -205,17 +209,19 @@ def _chain_load(
     *, project: Project, subject_slug: str, predicate: str, singular: bool, start: datetime
 ) -> tuple[Entity | None, list[TemporalFact]]:
     """The subject entity and the facts of its (predicate, singular) chain that can matter to
-    a new fact starting at ``start``: the active ones, and those starting at or after it
-    (successors and exact repeats). Long histories are not read.
+    a new fact starting at ``start``: the active ones, those starting at or after it
+    (successors and exact repeats) and those still valid at it. Long histories are not read.
 
     One statement through the (project, slug) and (project, subject, predicate) indexes: this
     runs on every write, where the ORM's query building would cost more than the query.
     """
     sql = _CHAIN_SQL.format(entity=Entity._meta.db_table, fact=TemporalFact._meta.db_table)
+    at = connection.ops.adapt_datetimefield_value(start)
     params: list[Any] = [
         predicate,
         singular,
-        connection.ops.adapt_datetimefield_value(start),
+        at,
+        at,
         project.pk,
         subject_slug,
     ]
@@ -262,6 +268,7 @@ def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> 
         raise validation_error("source_episode", f"no episode '{episode_id}' in this project")
     now = utcnow()
     start = params.valid_from or now
+    object_slug = _object_slug(project, params)
     subject, chain_rows = _chain_load(
         project=project,
         subject_slug=params.subject_id,
@@ -272,11 +279,19 @@ def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> 
     placement = place_fact(
         [_chain_fact(f) for f in chain_rows],
         object_value=params.value,
-        object_entity=params.object_entity,
+        object_entity=object_slug,
         valid_from=start,
         singular=params.singular,
+        now=now,
     )
     by_id = {f.id: f for f in chain_rows}
+    if placement.outcome == "same_start":
+        raise ConflictError(
+            f"valid_from: the active fact {placement.existing_id} starts at the same instant "
+            "with another value, which would leave it valid for no time at all; retract it "
+            "first, or give a later valid_from",
+            field="valid_from",
+        )
     if placement.outcome == "unchanged":
         assert placement.existing_id is not None
         # Nothing was written: undo the revision bump (and release the lock) with the rest.
@@ -288,9 +303,7 @@ def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> 
         project=project,
         subject=subject or _entity_ensure(project, params.subject_id, now),
         object_value=params.value,
-        object_entity=(
-            _entity_ensure(project, params.object_entity, now) if params.object_entity else None
-        ),
+        object_entity=_entity_ensure(project, object_slug, now) if object_slug else None,
         valid_from=start,
         recorded_at=now,
         source_episode_id=episode_id,
@@ -304,6 +317,21 @@ def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> 
         outcome=placement.outcome,
         superseded=[fact_view(f) for f in superseded],
     )
+
+
+def _object_slug(project: Project, params: FactUpsertInput) -> str | None:
+    """The id of the fact's object as an entity, which makes the fact a graph edge:
+    ``object_entity`` when given; else an ``object_value`` that is the id of an entity of the
+    project, or any valid entity id given as the object of a relational predicate (depends_on,
+    calls, ...: the MEMORY_RELATIONAL_PREDICATES setting), created on first mention."""
+    if params.object_entity:
+        return params.object_entity
+    value = params.object_value or ""
+    if not value or len(value) > ENTITY_ID_MAX or not ENTITY_ID_RE.match(value):
+        return None
+    if params.predicate in settings.MEMORY_RELATIONAL_PREDICATES:
+        return value
+    return value if Entity.objects.filter(project=project, slug=value).exists() else None
 
 
 def _chain_fact(fact: TemporalFact) -> ChainFact:
@@ -327,7 +355,7 @@ def _fact_insert(
         fact.valid_until = placement.valid_until
         fact.closed_at = now
         fact.superseded_by_id = placement.successor_id
-    elif placement.close_id is not None:
+    if placement.close_id is not None:
         # Closed before the insert: the partial unique index allows one open singular fact.
         closing = chain[placement.close_id]
         _fact_close(
@@ -364,11 +392,18 @@ def _fact_open(project: Project, fact_id: str) -> TemporalFact:
 
 @takes(FactRetractInput)
 def fact_retract(*, project: Project, params: FactRetractInput) -> FactRetractResult:
-    """Closes an active fact's validity at ``at`` (default: now) without a replacement."""
+    """Closes an active fact's validity at ``at`` (default: now) without a replacement.
+
+    A scheduled fact (starting in the future) retracted without ``at`` is cancelled: it is
+    closed where it would have begun, so it never holds, and the fact it would have replaced
+    goes on (as a continuation from that instant: history rows are never rewritten)."""
     with transaction.atomic():
         revision = graph_revision_bump(project)
         fact = _fact_open(project, params.fact_id)
         now = utcnow()
+        if params.at is None and fact.valid_from > now:
+            _fact_cancel(fact, now=now, revision=revision)
+            return FactRetractResult(fact=fact_view(fact), retracted=True)
         end = params.at or now
         if end < fact.valid_from:
             raise validation_error("at", "must not be before the fact's valid_from")
@@ -376,17 +411,50 @@ def fact_retract(*, project: Project, params: FactRetractInput) -> FactRetractRe
         return FactRetractResult(fact=fact_view(fact), retracted=True)
 
 
+def _fact_cancel(fact: TemporalFact, *, now: datetime, revision: int) -> None:
+    start = fact.valid_from
+    _fact_close(fact, valid_until=start, now=now, revision=revision, superseded_by=None)
+    replaced = (
+        TemporalFact.objects.select_related(*FACT_RELATED)
+        .filter(superseded_by=fact, valid_until=start)
+        .first()
+    )
+    if replaced is None:
+        return
+    # The same statement, open again from where the cancelled fact would have begun.
+    values = {f.attname: getattr(replaced, f.attname) for f in TemporalFact._meta.concrete_fields}
+    values.update(
+        id=_new_id("fact"),
+        valid_from=start,
+        valid_until=None,
+        recorded_at=now,
+        closed_at=None,
+        superseded_by_id=None,
+        revision=revision,
+    )
+    continuation = TemporalFact(**values)
+    continuation.project, continuation.subject = replaced.project, replaced.subject
+    continuation.object_entity = replaced.object_entity
+    _fact_seal(continuation)
+    continuation.save(force_insert=True)
+
+
 def fact_supersede(*, project: Project, fact_id: str, by: str) -> FactOut:
     """Retires the active fact ``fact_id`` into history, superseded by the project's fact
     ``by`` (a contradiction settled in favour of the newer statement): its validity ends where
-    ``by``'s begins, or at its own start if ``by`` began earlier."""
+    ``by``'s begins, which must be later than its own start."""
     with transaction.atomic():
         revision = graph_revision_bump(project)
         successor = TemporalFact.objects.filter(project=project, pk=by).first()
         if successor is None:
             raise NotFoundError(f"by: no fact '{by}' in this project", field="by")
         fact = _fact_open(project, fact_id)
-        end = max(successor.valid_from, fact.valid_from)
+        end = successor.valid_from
+        if end <= fact.valid_from:
+            raise ConflictError(
+                f"by: fact '{by}' does not start after '{fact_id}'; it cannot supersede it",
+                field="by",
+            )
         _fact_close(fact, valid_until=end, now=utcnow(), revision=revision, superseded_by=by)
         return fact_view(fact)
 

@@ -14,8 +14,8 @@ Four rules, each over the facts of one subject:
   somewhere in the project, or configured so) held at once.
 
 A finding names the facts (oldest first), the rule, the evidence and a suggestion. It is
-resolvable when one side is strictly newer (valid from later, or recorded later): the older
-side can then be retired into history. Its fingerprint covers the rule and the facts' content
+resolvable when one side is strictly newer (valid from a later time): the older side can then be
+retired into history. Its fingerprint covers the rule and the facts' content
 hashes, so a dismissed finding stays quiet until one of its facts changes.
 """
 
@@ -142,16 +142,16 @@ def _line(fact: HeldFact) -> str:
 def _finding(rule: str, facts: Sequence[HeldFact], evidence: str) -> Finding:
     ordered = _order(facts)
     newest, older = ordered[-1], ordered[:-1]
-    clear = all(
-        (f.valid_from, f.recorded_at) < (newest.valid_from, newest.recorded_at) for f in older
-    )
+    # Only a strictly later start says which side holds now; the order two statements were
+    # recorded in does not (superseding at the same instant would leave a zero-width fact).
+    clear = all(f.valid_from < newest.valid_from for f in older)
     if clear:
         suggestion = (
             f"keep the newest, {newest.id} (valid from {newest.valid_from:%Y-%m-%d}), and "
             f"retire {', '.join(f.id for f in older)} into history"
         )
     else:
-        suggestion = "both sides were stated at the same moment: a person must decide which holds"
+        suggestion = "both sides hold from the same moment: a person must decide which is true"
     return Finding(
         rule=rule,
         subject=newest.subject,

@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 from pydantic_core import PydanticCustomError
 
 from graph_app.models import EpisodeCategory
+from graph_app.selectors import valid_at, valid_now
 from memoryproject.contracts import aware_datetime, parse_bool
 from memoryproject.errors import validation_error
 
@@ -35,19 +36,21 @@ class FactFilter(django_filters.FilterSet):
     subject = django_filters.CharFilter(field_name="subject__slug", help_text="Subject entity id")
     predicate = django_filters.CharFilter(field_name="predicate")
     object_entity = django_filters.CharFilter(field_name="object_entity__slug")
-    active = django_filters.CharFilter(method="filter_active", help_text="true or false")
+    active = django_filters.CharFilter(
+        method="filter_active",
+        help_text="true: the facts valid now (the current truth); false: every other fact",
+    )
     valid_at = django_filters.CharFilter(
         method="filter_valid_at", help_text="ISO-8601 with timezone: facts valid at that time"
     )
 
     def filter_active(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(valid_until__isnull=_parameter("active", parse_bool, value))
+        if _parameter("active", parse_bool, value):
+            return queryset.filter(valid_now())
+        return queryset.exclude(valid_now())
 
     def filter_valid_at(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        at = _instant("valid_at", value)
-        return queryset.filter(valid_from__lte=at).filter(
-            Q(valid_until__isnull=True) | Q(valid_until__gt=at)
-        )
+        return queryset.filter(valid_at(_instant("valid_at", value)))
 
 
 class EpisodeFilter(django_filters.FilterSet):

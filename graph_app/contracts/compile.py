@@ -78,6 +78,13 @@ class CompiledItem(Output):
     tokens: int = Field(description="Tokens the source's line takes in the markdown.")
     citation: str
     truncated: bool = Field(description="Shown as a preview, cut to fit the budget.")
+    open_finding: int | None = Field(
+        None,
+        description="A fact that an open contradiction finding names: its id. The line shows "
+        "[CONFLICT:#id] so the conflict is seen, not one side of it.",
+    )
+
+    omit_when_none = frozenset({"open_finding"})
 
 
 class CompileResult(Output):

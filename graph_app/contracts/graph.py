@@ -52,7 +52,9 @@ TIMESTAMP = "ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z."
 
 #: The episode categories (graph_app.models.EpisodeCategory stores the same values).
 Category = Literal["adr", "bug_root_cause", "invariant", "session_note", "migration", "incident"]
-FactStatus = Literal["active", "superseded", "retracted"]
+#: What a fact is now: scheduled (valid from a future time), active (valid now, even when a
+#: successor is due later), superseded or retracted.
+FactStatus = Literal["scheduled", "active", "superseded", "retracted"]
 
 
 # --- field types ------------------------------------------------------------------------------
@@ -261,8 +263,8 @@ class EntityQueryInput(Input):
     include_superseded: Annotated[
         TextBool,
         Field(
-            description="Also list the history (superseded and retracted facts) among facts; "
-            "history is always answered on its own."
+            description="Also list the history (superseded and retracted facts) and scheduled "
+            "facts among facts; both are always answered on their own."
         ),
     ] = False
 
@@ -285,11 +287,24 @@ class IntegrityInput(Input):
 
 
 class FactGetInput(Input):
-    fact_id: Annotated[RecordId, Field(description="Id of the fact (fact_...).")]
+    fact_id: Annotated[
+        str,
+        _trimmed(RECORD_ID_MAX + 10),
+        _NO_NUL,
+        Field(description="The fact's id (fact_...) or its citation ([FACT:fact_...])."),
+    ]
 
 
 class EpisodeGetInput(Input):
-    episode_id: Annotated[RecordId, Field(description="Id of the episode (ep_...).")]
+    episode_id: Annotated[
+        str,
+        _trimmed(EXTERNAL_ID_MAX + 40),
+        _NO_NUL,
+        Field(
+            description="The episode's id (ep_...), its own external_id, or its citation as a "
+            "bundle shows it ([ADR:ADR-12])."
+        ),
+    ]
 
 
 # --- outputs ----------------------------------------------------------------------------------
@@ -383,8 +398,14 @@ class EgoGraph(Output):
 
 class EntityQueryResult(Output):
     entity: EntityOut
-    facts: list[FactOut] = Field(description="Active facts (with history if asked).")
+    facts: list[FactOut] = Field(
+        description="Facts valid now (with history and scheduled facts if asked)."
+    )
     history: list[FactOut] = Field(description="Superseded and retracted facts.")
+    scheduled: list[FactOut] = Field(
+        default_factory=list,
+        description="Facts valid from a future time: they take over when their time comes.",
+    )
     episodes: list[EpisodeOut] = Field(
         description="Episodes that mention the entity or are the source of its facts."
     )
@@ -421,7 +442,8 @@ class IntegrityResult(Output):
 
 class FactCounts(Output):
     total: int
-    active: int
+    active: int = Field(description="Valid now.")
+    scheduled: int = Field(description="Valid from a future time.")
     superseded: int
     retracted: int
 

@@ -77,6 +77,16 @@ def episode_citation(episode_id: str, category: str, external_id: str | None = N
     return f"[{episode_tag(category)}:{episode_ref(episode_id, external_id)}]"
 
 
+_CITATION_RE = re.compile(r"\[([A-Z_]+):([^\[\]\s]+)\]")
+
+
+def cited_id(reference: str) -> str:
+    """The id inside a citation as a bundle shows it (``[ADR:ADR-12]`` -> ``ADR-12``,
+    ``[FACT:fact_...]`` -> ``fact_...``); any other text as it is."""
+    match = _CITATION_RE.fullmatch(reference.strip())
+    return match.group(2) if match else reference.strip()
+
+
 def fact_line(
     *,
     fact_id: str,

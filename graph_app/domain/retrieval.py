@@ -80,6 +80,9 @@ class Visibility:
     # When given (time travel), exactly these facts are visible: the caller's bi-temporal
     # selector decided, including which of overlapping singular facts wins.
     fact_keys: frozenset[str] | None = None
+    # The live view's instant: the facts valid then (a scheduled fact is not yet, a fact whose
+    # successor is due later still is). None: the facts still open.
+    now: float | None = None
 
 
 @dataclass(frozen=True)
@@ -203,8 +206,12 @@ class MemoryIndex:
         a = {name: column[:n] for name, column in self._arrays.items()}
         fact, episode = a["fact"], a["present"] & ~a["fact"]
         if visibility.as_of is None and visibility.known_at is None:
-            open_now = a["until"] == INF
-            stale = fact & ~open_now
+            if visibility.now is None:
+                open_now = a["until"] == INF
+                stale = fact & ~open_now
+            else:
+                open_now = (a["start"] <= visibility.now) & (a["until"] > visibility.now)
+                stale = fact & (a["until"] <= visibility.now)
             if visibility.include_superseded:
                 return a["present"].copy(), np.zeros_like(stale)
             return episode | (fact & open_now), stale

@@ -16,6 +16,7 @@ from mcp_types import ToolAnnotations
 from graph_app import selectors
 from graph_app.contracts.graph import (
     EntityQueryResult,
+    EpisodeOut,
     EpisodeRecordResult,
     FactOut,
     FactRetractResult,
@@ -25,7 +26,9 @@ from graph_app.contracts.graph import (
 )
 from graph_app.operations import (
     ENTITY_QUERY,
+    EPISODE_GET,
     EPISODE_RECORD,
+    FACT_GET,
     FACT_RETRACT,
     FACT_UPSERT,
     INTEGRITY_VERIFY,
@@ -113,6 +116,15 @@ def render_integrity(data: IntegrityResult) -> str:
     return "\n".join(lines)
 
 
+def render_episode_text(data: EpisodeOut) -> str:
+    files = f"\nfiles: {', '.join(data.files_touched)}" if data.files_touched else ""
+    own = f" ({data.external_id})" if data.external_id else ""
+    return (
+        f"[{data.id}]{own} {data.category}: {data.title} "
+        f"(occurred {data['occurred_at']}){files}\n\n{data.content}"
+    )
+
+
 RECORD_DESCRIPTION = """\
 Store an immutable episode of engineering knowledge: an ADR, a bug root cause, a module
 invariant, a session note, a migration or an incident. Use it when you learned or decided
@@ -125,27 +137,43 @@ stored episode (created=false) and different content is refused. Not for session
 
 UPSERT_DESCRIPTION = """\
 Assert a fact `subject --predicate--> object` in the bi-temporal knowledge graph. The object is
-object_value, or object_entity when it is itself an entity (the fact is then a graph edge;
-object_value may be omitted). For a singular predicate (the default) the current fact of
-(subject, predicate) is closed and superseded by the new one, atomically; the answer lists what
-was superseded. The old value is kept as history (memory_time_travel, memory_query_entity),
-never deleted. Re-asserting the identical active fact changes nothing. A valid_from earlier
-than the active fact's records history without replacing the current truth. Use
-singular=false for predicates that hold several values at once (e.g. depends_on). Entities are
-created on first mention."""
+object_value, or object_entity when it is itself an entity (object_value may then be omitted).
+The fact is a graph edge (followed by memory_query_entity and 2-hop activation) when its object
+is an entity: object_entity, an object_value that is the id of a known entity, or the object of
+a relational predicate (depends_on, calls, owns, uses, ...). For a singular predicate (the
+default) the current fact of (subject, predicate) is closed and superseded by the new one,
+atomically; the answer lists what was superseded. The old value is kept as history, never
+deleted. A valid_from in the future schedules the change: the current fact stays the truth
+until then. A valid_from earlier than the current fact's records history; the same valid_from
+as the current fact with another value is refused. Re-asserting the identical active fact
+changes nothing. Use singular=false for predicates that hold several values at once."""
 
 RETRACT_DESCRIPTION = """\
 Close a fact's validity without a replacement: it stops being current at `at` (default now)
 and stays in history. Use when something stopped being true and nothing replaces it; to change
 a value use memory_upsert_fact instead. Effects: updates one fact's valid_until. A fact that
-is already superseded or retracted is refused; `at` may not precede the fact's valid_from."""
+is already superseded or retracted is refused; `at` may not precede the fact's valid_from. A
+scheduled fact (valid from a future time) retracted without `at` is cancelled: the fact it
+would have replaced goes on."""
 
 ENTITY_DESCRIPTION = """\
-Everything the graph knows about one entity: its active facts, their history (superseded and
-retracted facts with both dates), related episodes, and the ego graph over active edges up to
-max_hops away. include_superseded also lists the history among the facts; the ego graph
-always follows active edges only. Use to answer "what is X, what does it depend on, why did it
-change". Read-only. Limits: max_hops 0..5."""
+Everything the graph knows about one entity: the facts valid now, their history (superseded
+and retracted facts with both dates), facts scheduled for a future time, related episodes, and
+the ego graph over the edges valid now up to max_hops away, in both directions.
+include_superseded also lists history and scheduled facts among the facts. Use to answer "what
+is X, what does it depend on, why did it change". Read-only. Limits: max_hops 0..5."""
+
+GET_EPISODE_DESCRIPTION = """\
+Read one whole episode (an ADR, a bug root cause, an invariant, ...) by its id, its own
+external_id, or its citation exactly as a compiled bundle shows it ([ADR:ADR-12],
+[INCIDENT:ep_...]). Use when a bundle cites an episode as a cut preview and you need all of
+it. Read-only."""
+
+GET_FACT_DESCRIPTION = """\
+Read one fact with its validity (valid_from, valid_until), status now (scheduled, active,
+superseded, retracted), successor and source episode, by its id or by its citation exactly as
+a compiled bundle shows it ([FACT:fact_...]). Use to check a cited fact before acting on it.
+Read-only."""
 
 TIME_TRAVEL_DESCRIPTION = """\
 The facts that were valid at `as_of`, as they were known at transaction time `known_at`
@@ -168,6 +196,8 @@ TOOLS: tuple[tuple[Operation[Any, Any], str, str, ToolAnnotations, Callable[[Any
     (ENTITY_QUERY, "Query an entity", ENTITY_DESCRIPTION, READ, render_entity),
     (TIME_TRAVEL, "Graph as of a date", TIME_TRAVEL_DESCRIPTION, READ, render_time_travel),
     (INTEGRITY_VERIFY, "Verify memory integrity", VERIFY_DESCRIPTION, READ, render_integrity),
+    (EPISODE_GET, "Read an episode", GET_EPISODE_DESCRIPTION, READ, render_episode_text),
+    (FACT_GET, "Read a fact", GET_FACT_DESCRIPTION, READ, _fact_line),
 )
 
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from graph_app.domain.supersession import fact_status
+from memoryproject.timeutil import utcnow
+
 
 class TemporalFact(models.Model):
     id = models.CharField(primary_key=True, max_length=40)
@@ -54,6 +57,14 @@ class TemporalFact(models.Model):
     class Meta:
         ordering = ["recorded_at", "id"]
         constraints = [
+            # A superseded fact held for some time: a successor starting at the same instant
+            # is refused (retraction may close a fact where it starts: it never held).
+            models.CheckConstraint(
+                condition=Q(valid_until__isnull=True)
+                | Q(superseded_by__isnull=True)
+                | Q(valid_until__gt=models.F("valid_from")),
+                name="graph_fact_superseded_not_zero_width",
+            ),
             # Concurrent writers can never leave two active truths for one singular predicate.
             models.UniqueConstraint(
                 fields=["project", "subject", "predicate"],
@@ -76,6 +87,10 @@ class TemporalFact(models.Model):
 
     @property
     def status(self) -> str:
-        if self.valid_until is None:
-            return "active"
-        return "superseded" if self.superseded_by_id else "retracted"
+        """What the fact is now (see graph_app.domain.supersession.fact_status)."""
+        return fact_status(
+            valid_from=self.valid_from,
+            valid_until=self.valid_until,
+            superseded=self.superseded_by_id is not None,
+            at=utcnow(),
+        )

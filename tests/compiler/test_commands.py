@@ -38,6 +38,7 @@ def test_memory_benchmark_small_is_compliant_and_never_stale():
     assert set(report["operations"]) == {
         "record_episode",
         "upsert_fact",
+        "audit_contradictions",
         "entity_query",
         "compile_context",
         "integrity_verify",

@@ -24,6 +24,9 @@ TOOLS = {
     "memory_query_entity",
     "memory_time_travel",
     "memory_verify_integrity",
+    "memory_audit_contradictions",
+    "memory_get_episode",
+    "memory_get_fact",
 }
 RESOURCES = {
     "memory://graph/summary",

@@ -76,7 +76,13 @@ def test_every_resource_reads_live_memory(mcp):
     summary = json.loads(out["memory://graph/summary"].text)
     assert out["memory://graph/summary"].mime_type == "application/json"
     assert summary["entities"] == 3
-    assert summary["facts"] == {"total": 1, "active": 1, "superseded": 0, "retracted": 0}
+    assert summary["facts"] == {
+        "total": 1,
+        "active": 1,
+        "scheduled": 0,
+        "superseded": 0,
+        "retracted": 0,
+    }
     assert summary["episodes"]["total"] == 2
     assert summary["episodes"]["by_category"]["invariant"] == 1
     assert summary["episodes"]["by_category"]["bug_root_cause"] == 1

@@ -29,11 +29,14 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
+from audit_app.models import AuditRun, ContradictionFinding
+from audit_app.services import contradictions_audit
 from graph_app.compiler import compiler_cache_forget, context_compile
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
 from graph_app.models import Entity, Episode, EpisodeCategory, EpisodeFile, TemporalFact
 from graph_app.selectors import entity_query, integrity_verify
 from graph_app.services import episode_record, fact_upsert, graph_revision_bump
+from memoryproject.contracts import Caller
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens
 
@@ -326,6 +329,8 @@ class _Corpus:
 def _project_drop(project: Project) -> None:
     compiler_cache_forget(project.pk)
     with transaction.atomic():
+        ContradictionFinding.objects.filter(project=project).delete()
+        AuditRun.objects.filter(project=project).delete()
         TemporalFact.objects.filter(project=project).update(superseded_by=None)
         TemporalFact.objects.filter(project=project).delete()
         EpisodeFile.objects.filter(episode__project=project).delete()
@@ -435,6 +440,11 @@ def _measure_reads(
     for _ in show(range(runs), desc="integrity"):
         report = m.timed("integrity_verify", partial(integrity_verify, project=project))
         m.verified = m.verified and bool(report.get("verified"))
+        caller = Caller(channel="benchmark", client="memory_benchmark")
+        m.timed(
+            "audit_contradictions",
+            partial(contradictions_audit, project=project, caller=caller),
+        )
 
 
 def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> dict[str, Any]:
@@ -479,6 +489,7 @@ def _report(scale_name: str, seed: int, scale: Scale, m: _Measures, queries: int
         "entity_query",
         "compile_context",
         "integrity_verify",
+        "audit_contradictions",
     )
     return {
         "scale": scale_name,
