@@ -1,6 +1,6 @@
-"""Admin of the audit trail: the injection log (read-only: records are appended by services
-only), contradiction audit runs (read-only) and findings, which staff resolve or dismiss with
-a reason."""
+"""Admin of the audit trail: the injection log (read-only for everyone, superusers included:
+records are appended by services only and the tables refuse changes), contradiction audit runs
+(read-only) and findings, which staff resolve or dismiss with a reason."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ class InjectionRecordAdmin(ServiceRowsAdmin):
     ordering = ["-seq"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
-        return [f.name for f in InjectionRecord._meta.fields]
+        # The exact text delivered is read from the text store ("" once erased).
+        return [f.name for f in InjectionRecord._meta.fields] + ["system_prompt"]
 
 
 class _SettleForm(forms.ModelForm):

@@ -2,23 +2,136 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from graph_app.contracts.graph import IntegrityResult
 from memoryproject.contracts import AwareDatetime, Input, Output, UtcDatetime
+
+BreakKind = Literal[
+    "altered",
+    "rewritten",
+    "link",
+    "gap",
+    "renumbered",
+    "inserted",
+    "duplicate",
+    "beyond_head",
+    "head",
+    "truncated",
+    "checkpoint",
+    "anchor",
+    "text",
+]
 
 
 class BrokenRecord(Output):
-    id: int
+    """The first record that breaks the chain: ``id`` is None when the record named is missing
+    (a truncated tail, a checkpointed record no longer there)."""
+
+    id: int | None
     seq: int
+    kind: BreakKind = Field(
+        description=(
+            "altered: its fields no longer match its hash; rewritten: rewritten and rehashed "
+            "(the next record still links to its original hash); link: its prev_hash is wrong; "
+            "gap: records before it are missing; renumbered: its seq was changed; inserted: "
+            "not written by the application; duplicate: a copy of another record; beyond_head: "
+            "appended after the head; head / checkpoint: differs from the hash the head or a "
+            "checkpoint holds; truncated: records the head or a checkpoint covers are gone; "
+            "anchor: the purge anchor does not hold; text: its delivered text was altered or "
+            "removed without erasure."
+        )
+    )
+    reason: str
+
+
+class ChainPoint(Output):
+    """A (seq, hash) the chain is held to."""
+
+    seq: int
+    hash: str
+
+
+class ChainAnchor(Output):
+    """Where verification starts: genesis, or the last record the latest purge removed (as
+    its purge event, itself a record of the chain, states)."""
+
+    kind: Literal["genesis", "purge"]
+    seq: int
+    hash: str
+    event_seq: int | None = None
+    before: UtcDatetime | None = None
+
+
+class CheckpointCheck(Output):
+    """A checkpoint the log was held to: its signature, and whether the checkpointed head is
+    still in the chain at its seq (prefix consistency)."""
+
+    source: Literal["file", "stored"]
+    id: int | None
+    created_at: UtcDatetime
+    seq: int
+    hash: str
+    signature_ok: bool
+    consistent: bool
     reason: str
 
 
 class ChainVerification(Output):
     ok: bool
-    checked: int
+    checked: int = Field(description="Records verified before the first break (or all).")
     first_broken: BrokenRecord | None
+    head: ChainPoint | None = None
+    anchor: ChainAnchor | None = None
+    checkpoints: list[CheckpointCheck] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class LogHeadOut(Output):
+    seq: int
+    head: str
+    head_created_at: UtcDatetime | None
+
+
+class GraphHeadOut(Output):
+    size: int
+    head: str
+
+
+class CheckpointBody(Output):
+    """What a checkpoint signs: the log's head and each project's graph chain head."""
+
+    version: int
+    created_at: UtcDatetime
+    log: LogHeadOut
+    graph: dict[str, GraphHeadOut]
+
+
+class CheckpointOut(Output):
+    """A signed checkpoint (``hmac``: HMAC-SHA256 of the body's RFC 8785 JSON)."""
+
+    omit_when_none = frozenset({"file"})
+
+    id: int | None
+    body: CheckpointBody
+    hmac: str
+    file: str | None = None
+
+
+class PurgeResult(Output):
+    """What a retention purge removed (or, on a dry run, would remove)."""
+
+    before: UtcDatetime
+    retention_days: int
+    dry_run: bool
+    from_seq: int | None
+    through_seq: int | None
+    records: int
+    texts: int
+    event_seq: int | None
+    anchor: ChainPoint | None
 
 
 class ContradictionAuditInput(Input):
@@ -60,3 +173,78 @@ class ContradictionAuditResult(Output):
     findings: list[FindingOut] = Field(
         description="What this run found (dismissed conflicts are not reported again)."
     )
+
+
+class ErasedItem(Output):
+    kind: str
+    id: str
+    sha256: str = Field(description="Content hash of what was erased (its tombstone).")
+
+
+class ErasureCertificate(Output):
+    target: str
+    ref: str
+    project: str | None
+    erased: list[ErasedItem]
+    receipts: list[int] = Field(description="Seq of every receipt that had delivered it.")
+    texts_erased: list[str] = Field(description="SHA-256 of the delivered texts removed.")
+    reason: str
+    by: str
+    erased_at: UtcDatetime
+    event_seq: int = Field(description="The erasure event in the injection log.")
+
+
+class InjectionOut(Output):
+    """One record of the injection log, as auditors read it."""
+
+    id: int
+    seq: int
+    project: str | None
+    source: str = Field(description="plan, load, compile, prompt, or an event: erasure, purge.")
+    channel: str
+    client: str
+    status: str
+    decision: str
+    trust_score: float
+    threshold: float
+    mode: str
+    trace_ids: list[str]
+    request: dict[str, Any] = Field(description="What was asked (or an event's details).")
+    items: list[dict[str, str]] = Field(description="Sources delivered: kind, id, sha256.")
+    prompt_sha256: str = Field(description="SHA-256 of the exact text delivered.")
+    generated_at: UtcDatetime
+    created_at: UtcDatetime
+    prev_hash: str
+    record_hash: str
+
+
+class InjectionPage(Output):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[InjectionOut]
+
+
+class SourceNow(Output):
+    kind: str
+    id: str
+    sha256: str = Field(description="Its content hash when delivered.")
+    sha256_now: str | None = Field(description="Its content hash now (null: no longer there).")
+    changed_since: bool
+    erased: bool
+
+
+class InjectionDetail(InjectionOut):
+    text: str = Field(description="The text as delivered (empty once erased).")
+    text_erased: bool
+    sources: list[SourceNow] = Field(description="Each delivered source, and whether it changed.")
+
+
+class AuditVerification(Output):
+    """The injection log and each project's graph, verified against their heads and the
+    latest stored checkpoint."""
+
+    verified: bool
+    log: ChainVerification
+    graph: dict[str, IntegrityResult]
+    checkpoint: CheckpointOut | None

@@ -1,27 +1,161 @@
-"""The injection log: one append-only, hash-chained record per context-injection decision.
+"""The injection log: one append-only, hash-chained record per context delivery, and the
+tables that keep it provable.
 
-Each record stores what was decided and the exact system prompt returned (with its SHA-256), and
-links to the previous record: ``record_hash`` is the SHA-256 of the record's canonical JSON
-(RFC 8785) including ``prev_hash``. Any edit or deletion breaks the chain from that record on.
-``InjectionLogHead`` is the single row that appends lock, so concurrent writers on PostgreSQL
-and SQLite get consecutive ``seq`` values and the right ``prev_hash``.
+Each record (``InjectionRecord``) says who asked, what was asked (``request``), what was
+delivered (``items``: each source's kind, id and content hash) and the SHA-256 of the exact
+text; the text itself lives apart in ``DeliveredText`` (keyed by that SHA-256, stored once)
+so that it can be erased (``ErasedText`` keeps the tombstone) without touching the chain.
+``record_hash`` is the SHA-256 of the record's canonical JSON (``record_payload``, RFC 8785)
+including ``prev_hash``, so any edit, deletion or insertion breaks the chain from there.
+Erasure and purge events are records of the same chain (``source`` "erasure" or "purge").
+
+``InjectionLogHead`` is the single row appends lock (so concurrent writers on PostgreSQL and
+SQLite get consecutive seqs) and the anchor verification compares against: the last seq and
+hash. ``AuditCheckpoint`` keeps the signed checkpoints (their file form goes elsewhere).
+
+Append-only at every level. The ORM refuses ``save()`` of an existing row, ``delete()`` and
+queryset ``update()``/``delete()`` on these tables; triggers (migration 0003) refuse UPDATE
+and DELETE (and TRUNCATE on PostgreSQL) in the database. The head is the one row that changes:
+it may only move forward, one record at a time, to a record that exists with that hash (the
+trigger checks it), so it stays the lock appends take. Only ``audit_maintenance()`` opens the
+gate, inside the current transaction: the retention purge and tests that tamper on purpose
+use it. A later migration that rebuilds one of these tables on SQLite (most ALTERs do) drops
+its triggers: it must install them again (``injection_log_verify`` warns when any is missing).
+
+What this cannot stop: whoever can drop triggers can rewrite the tables, and INSERT stays open
+(appending is the point). Edits, deletions and insertions are then caught by the chain; a
+rewrite with every hash and the head recomputed only by a signed checkpoint kept elsewhere;
+and a forged record appended at the tail with the head moved too looks like a real append
+until something outside the database (a checkpoint, the caller's own answer) disagrees.
 """
 
 from __future__ import annotations
 
-from django.db import models
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from audit_app.domain.chain import EMPTY_TEXT_SHA256
+from audit_app.domain.chain import GENESIS_HASH as GENESIS_HASH
 from memoryproject.models import Project
 from memoryproject.timeutil import iso
 
-GENESIS_HASH = "0" * 64
+
+class AppendOnlyError(Exception):
+    """An attempt to change or remove a row of an append-only table outside the gate."""
 
 
-class InjectionRecord(models.Model):
+# --- the maintenance gate ---------------------------------------------------------------------
+
+_gate = threading.local()
+
+
+def maintenance_open(using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Whether this thread holds the gate open on connection ``using``."""
+    return getattr(_gate, using, 0) > 0
+
+
+def _gate_read(connection: BaseDatabaseWrapper) -> bool:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT current_setting('app.audit_maintenance', true) = 'on'")
+        else:
+            cursor.execute(
+                "SELECT COALESCE((SELECT enabled FROM audit_app_auditmaintenance WHERE id = 1), 0)"
+            )
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def _gate_write(connection: BaseDatabaseWrapper, enabled: bool) -> None:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Transaction-local: it can never outlive the transaction that set it.
+            cursor.execute(
+                "SELECT set_config('app.audit_maintenance', %s, true)", ["on" if enabled else "off"]
+            )
+        else:
+            cursor.execute(
+                "INSERT INTO audit_app_auditmaintenance (id, enabled) VALUES (1, %s) "
+                "ON CONFLICT(id) DO UPDATE SET enabled = excluded.enabled",
+                [enabled],
+            )
+
+
+@contextmanager
+def audit_maintenance(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Lets UPDATE and DELETE through the append-only triggers (and the ORM's refusals) inside
+    one transaction, which this opens or joins: PostgreSQL ``SET LOCAL app.audit_maintenance``,
+    SQLite the one-row switch table, closed again before the transaction ends (and rolled back
+    with it on an error), so no other connection ever sees it open."""
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        was_open = _gate_read(connection)
+        _gate_write(connection, True)
+        depth = getattr(_gate, using, 0)
+        setattr(_gate, using, depth + 1)
+        try:
+            yield
+            if not was_open:
+                _gate_write(connection, False)
+        finally:
+            setattr(_gate, using, depth)
+
+
+def _refuse(model: type[models.Model], action: str, using: str | None) -> None:
+    if not maintenance_open(using or DEFAULT_DB_ALIAS):
+        raise AppendOnlyError(
+            f"{model.__name__} is append-only: {action} refused (rows are only appended; "
+            "erasure and the retention purge are the only ways out)"
+        )
+
+
+class AppendOnlyQuerySet(models.QuerySet[Any]):
+    def update(self, **kwargs: Any) -> int:
+        _refuse(self.model, "update()", self.db)
+        return super().update(**kwargs)
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        _refuse(self.model, "delete()", self.db)
+        return super().delete()
+
+    def bulk_update(self, objs: Any, fields: Any, batch_size: int | None = None) -> int:
+        _refuse(self.model, "bulk_update()", self.db)
+        return super().bulk_update(objs, fields, batch_size=batch_size)
+
+
+class AppendOnlyModel(models.Model):
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            _refuse(type(self), "save() of an existing row", kwargs.get("using") or self._state.db)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        _refuse(type(self), "delete()", kwargs.get("using") or self._state.db)
+        return super().delete(*args, **kwargs)
+
+
+# --- the log ----------------------------------------------------------------------------------
+
+
+class InjectionRecord(AppendOnlyModel):
     seq = models.PositiveBigIntegerField(unique=True)
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="injections")
-    source = models.CharField(max_length=16)  # plan | load
-    channel = models.CharField(max_length=32)  # rest | mcp | benchmark | ...
+    format = models.PositiveSmallIntegerField(default=2)  # see audit_app.domain.chain
+    # None only for log events (purge) that concern no project.
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="injections", null=True, blank=True
+    )
+    source = models.CharField(max_length=16)  # plan | load | compile | prompt | erasure | purge
+    channel = models.CharField(max_length=32)  # rest | mcp | cli | benchmark | ...
     client = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16)
     decision = models.CharField(max_length=8)
@@ -29,7 +163,10 @@ class InjectionRecord(models.Model):
     threshold = models.FloatField()
     mode = models.CharField(max_length=16)
     trace_ids = models.JSONField(default=list)
-    system_prompt = models.TextField(blank=True)
+    # What was asked (query, budget, as_of, ...); for an event, its details.
+    request = models.JSONField(default=dict)
+    # What was delivered: [{"kind", "id", "sha256"}] (content hash at delivery).
+    items = models.JSONField(default=list)
     prompt_sha256 = models.CharField(max_length=64)
     generated_at = models.DateTimeField()
     created_at = models.DateTimeField()
@@ -38,10 +175,104 @@ class InjectionRecord(models.Model):
 
     class Meta:
         ordering = ["-seq"]
-        indexes = [models.Index(fields=["project", "created_at"], name="injection_project_recent")]
+        indexes = [
+            models.Index(fields=["project", "created_at"], name="injection_project_recent"),
+            models.Index(fields=["source", "seq"], name="injection_source_seq"),
+            models.Index(fields=["prompt_sha256"], name="injection_prompt_sha256"),
+        ]
 
     def __str__(self) -> str:
         return f"injection #{self.seq} {self.status} ({self.project_id})"
+
+    @property
+    def system_prompt(self) -> str:
+        """The exact text delivered, from the text store ("" when none, or erased)."""
+        if "_system_prompt" not in self.__dict__:
+            text = ""
+            if self.prompt_sha256 and self.prompt_sha256 != EMPTY_TEXT_SHA256:
+                stored = DeliveredText.objects.filter(sha256=self.prompt_sha256)
+                text = stored.values_list("text", flat=True).first() or ""
+            self.__dict__["_system_prompt"] = text
+        return str(self.__dict__["_system_prompt"])
+
+
+class InjectionLogHead(AppendOnlyModel):
+    """The chain head: the last appended seq and hash (one row, pk=1). It only moves forward,
+    one record at a time (the trigger checks the record exists with that hash)."""
+
+    seq = models.PositiveBigIntegerField(default=0)
+    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
+
+    def __str__(self) -> str:
+        return f"head #{self.seq}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        stored = self.__dict__.get("_stored_seq")
+        if self._state.adding or (stored is not None and self.seq == stored + 1):
+            models.Model.save(self, *args, **kwargs)
+        else:
+            super().save(*args, **kwargs)  # refused unless the gate is open
+        self.__dict__["_stored_seq"] = self.seq
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any) -> InjectionLogHead:
+        head = super().from_db(db, field_names, values)
+        head.__dict__["_stored_seq"] = head.seq
+        return head
+
+
+class DeliveredText(AppendOnlyModel):
+    """The exact texts delivered, once each, keyed by their SHA-256 (what records hash). A row
+    leaves only by erasure, which first writes its tombstone (the trigger checks it), or by the
+    retention purge."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    text = models.TextField()
+    stored_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"text {self.sha256[:12]}"
+
+
+class ErasedText(AppendOnlyModel):
+    """The tombstone of an erased text: which hash, when and why. Records that delivered it
+    keep verifying (they hash only the SHA-256)."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    erased_at = models.DateTimeField()
+    reason = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"erased {self.sha256[:12]} at {self.erased_at:%Y-%m-%d}"
+
+
+class AuditCheckpoint(AppendOnlyModel):
+    """A signed checkpoint: the log's head (seq and hash) and each project's graph chain head
+    at ``created_at``; ``body`` is what ``mac`` (HMAC-SHA256, key from the environment)
+    signs. Verification holds the chain to the latest one."""
+
+    created_at = models.DateTimeField()
+    log_seq = models.PositiveBigIntegerField()
+    log_head = models.CharField(max_length=64)
+    body = models.JSONField()
+    mac = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"checkpoint #{self.pk} at seq {self.log_seq}"
+
+
+class AuditMaintenance(AppendOnlyModel):
+    """The SQLite gate switch (one row, id=1): the triggers let UPDATE and DELETE through while
+    ``enabled`` is set, which only ``audit_maintenance()`` does inside its transaction.
+    PostgreSQL uses a transaction-local setting instead."""
+
+    enabled = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return "maintenance gate " + ("open" if self.enabled else "closed")
 
 
 class AuditRun(models.Model):
@@ -105,21 +336,13 @@ class ContradictionFinding(models.Model):
         return f"{self.rule} on {self.subject} ({self.state})"
 
 
-class InjectionLogHead(models.Model):
-    """The chain head: the last appended seq and hash (one row, pk=1)."""
-
-    seq = models.PositiveBigIntegerField(default=0)
-    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
-
-    def __str__(self) -> str:
-        return f"head #{self.seq}"
-
-
 def record_payload(record: InjectionRecord) -> dict[str, object]:
-    """The hashed fields of a record (``audit_app.domain.chain.HASHED_FIELDS``), as the chain
-    hashes them: the one canonical form the writer and the verifier share."""
+    """The record's canonical form, as the chain hashes it (``audit_app.domain.chain`` picks
+    the fields of its format): the one definition the writer, the verifier and the tests
+    share."""
     return {
         "seq": record.seq,
+        "format": record.format,
         "project_id": record.project_id,
         "source": record.source,
         "channel": record.channel,
@@ -129,9 +352,15 @@ def record_payload(record: InjectionRecord) -> dict[str, object]:
         "trust_score": record.trust_score,
         "threshold": record.threshold,
         "mode": record.mode,
-        "trace_ids": list(record.trace_ids),
+        "trace_ids": record.trace_ids,
+        "request": record.request,
+        "items": record.items,
         "prompt_sha256": record.prompt_sha256,
         "generated_at": iso(record.generated_at),
         "created_at": iso(record.created_at),
         "prev_hash": record.prev_hash,
     }
+
+
+# Declared in its own module (what receipts delivered, and the protection of that evidence).
+from audit_app.receipt_sources import ReceiptSource  # noqa: E402, F401

@@ -1,51 +1,435 @@
-"""Reads of the audit trail: the injection log's hash chain, the facts the contradiction
-auditor checks and its findings."""
+"""Reads of the audit trail: the injection log's verification against its anchor, head and
+checkpoints, checkpoints themselves, the facts the contradiction auditor checks and its
+findings."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
-from audit_app.contracts import BrokenRecord, ChainVerification, FindingOut
-from audit_app.domain.chain import record_hash, sha256_text
+from django.conf import settings
+from django.db import connection
+from django.db.models import Exists, OuterRef
+
+from audit_app.contracts import (
+    BrokenRecord,
+    ChainAnchor,
+    ChainPoint,
+    ChainVerification,
+    CheckpointBody,
+    CheckpointCheck,
+    CheckpointOut,
+    FindingOut,
+)
+from audit_app.domain.chain import (
+    EMPTY_TEXT_SHA256,
+    MINIMUM_RETENTION_DAYS,
+    Break,
+    Link,
+    Pin,
+    chain_walk,
+    checkpoint_mac_matches,
+    record_hash,
+    sha256_text,
+)
 from audit_app.domain.contradictions import HeldFact
 from audit_app.models import (
     GENESIS_HASH,
+    AuditCheckpoint,
     ContradictionFinding,
+    DeliveredText,
+    ErasedText,
     FindingState,
+    InjectionLogHead,
     InjectionRecord,
     record_payload,
 )
 from graph_app.models import TemporalFact
 from graph_app.selectors import valid_at
+from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
+from memoryproject.timeutil import iso, to_utc
+
+#: The shortest checkpoint key accepted (HMAC-SHA256 keys shorter than this are guessable).
+MINIMUM_KEY_LENGTH = 32
+TEXT_ALTERED = "system_prompt does not match prompt_sha256"
+TEXT_MISSING = "its delivered text is gone from the store and no erasure tombstone says why"
+_TRIGGERS = {
+    "sqlite": ("_no_update", "_no_delete"),
+    "postgresql": ("_no_change", "_no_truncate"),
+}
+_APPEND_ONLY_TABLES = (
+    InjectionRecord,
+    InjectionLogHead,
+    DeliveredText,
+    ErasedText,
+    AuditCheckpoint,
+)
 
 
-def _break_reason(record: InjectionRecord, expected_seq: int, expected_prev: str) -> str:
-    if record.seq != expected_seq:
-        return f"seq {record.seq} follows {expected_seq - 1}: a record is missing"
-    if record.prev_hash != expected_prev:
-        return "prev_hash does not match the previous record's hash"
-    if sha256_text(record.system_prompt) != record.prompt_sha256:
-        return "system_prompt does not match prompt_sha256"
-    if record_hash(record_payload(record)) != record.record_hash:
-        return "record_hash does not match the record's fields"
-    return ""
+# --- checkpoints ------------------------------------------------------------------------------
 
 
-def injection_log_verify() -> ChainVerification:
-    """Recomputes every record's hash in seq order; names the first record that breaks."""
-    expected_prev = GENESIS_HASH
-    expected_seq = 1
+def checkpoint_key() -> str:
+    """The checkpoint signing key, from the environment only (never the database)."""
+    key = str(getattr(settings, "AUDIT_CHECKPOINT_KEY", "") or "")
+    if not key:
+        raise ApplicationError(
+            "AUDIT_CHECKPOINT_KEY is not set: checkpoints are signed (HMAC-SHA256) with a key "
+            "kept outside the database; set it in the environment of this command, e.g. "
+            "AUDIT_CHECKPOINT_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))')"
+        )
+    if len(key) < MINIMUM_KEY_LENGTH:
+        raise ApplicationError(
+            f"AUDIT_CHECKPOINT_KEY is too short ({len(key)} characters): use at least "
+            f"{MINIMUM_KEY_LENGTH} random characters"
+        )
+    return key
+
+
+def checkpoint_view(
+    pk: int | None,
+    body: Mapping[str, Any],
+    mac: str,
+    *,
+    file: str | None = None,
+) -> CheckpointOut:
+    return CheckpointOut(id=pk, body=CheckpointBody.model_validate(dict(body)), hmac=mac, file=file)
+
+
+def _checkpoint_document(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        document = json.loads(path.expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ApplicationError(f"checkpoint: cannot read {path}: {exc.strerror}") from None
+    except ValueError:
+        raise ApplicationError(f"checkpoint: {path} is not JSON") from None
+    body, mac = (
+        (document.get("body"), document.get("hmac")) if isinstance(document, dict) else ("", "")
+    )
+    if not isinstance(body, dict) or not isinstance(mac, str):
+        raise ApplicationError(f"checkpoint: {path} is not a checkpoint (no body and hmac)")
+    return body, mac
+
+
+def checkpoint_read(path: Path | str) -> CheckpointOut:
+    """A checkpoint file, once its HMAC is checked: a file altered in any way (or signed with
+    another key) is refused."""
+    path = Path(path)
+    body, mac = _checkpoint_document(path)
+    if not checkpoint_mac_matches(body, mac, checkpoint_key()):
+        raise ApplicationError(
+            f"checkpoint: {path} is refused: its HMAC does not match its body (the file was "
+            "altered, or signed with another AUDIT_CHECKPOINT_KEY)"
+        )
+    try:
+        return checkpoint_view(None, body, mac, file=str(path))
+    except ValueError:
+        raise ApplicationError(f"checkpoint: {path} is signed but not a checkpoint body") from None
+
+
+def checkpoint_latest() -> CheckpointOut | None:
+    """The latest stored checkpoint, once its HMAC is checked (None when there is none)."""
+    stored = AuditCheckpoint.objects.order_by("-id").first()
+    if stored is None:
+        return None
+    if not checkpoint_mac_matches(stored.body, stored.mac, checkpoint_key()):
+        raise ApplicationError(
+            f"checkpoint #{stored.pk} is refused: its HMAC does not match its body (altered in "
+            "the database, or signed with another AUDIT_CHECKPOINT_KEY)"
+        )
+    return checkpoint_view(stored.pk, stored.body, stored.mac)
+
+
+# --- the anchor -------------------------------------------------------------------------------
+
+
+def _latest_purge() -> InjectionRecord | None:
+    return InjectionRecord.objects.filter(source="purge").order_by("-seq").first()
+
+
+def _anchor_of(event: InjectionRecord | None) -> ChainAnchor:
+    """Raises ValueError (or KeyError, TypeError) when the event's details are no anchor."""
+    if event is None:
+        return ChainAnchor(kind="genesis", seq=0, hash=GENESIS_HASH)
+    details = event.request
+    return ChainAnchor(
+        kind="purge",
+        seq=int(details["through_seq"]),
+        hash=str(details["through_hash"]),
+        event_seq=event.seq,
+        before=to_utc(details["before"]),
+    )
+
+
+def chain_anchor() -> ChainAnchor:
+    """Where the chain starts now: genesis, or the last record the latest purge removed."""
+    try:
+        return _anchor_of(_latest_purge())
+    except (KeyError, TypeError, ValueError):
+        raise ApplicationError(
+            "the latest purge event does not state an anchor: the log does not verify"
+        ) from None
+
+
+def _anchor_break(event: InjectionRecord) -> Break | None:
+    """The purge event is itself a record: it must hash right and state a purge the
+    retention rules allow (nothing younger than the legal minimum removed)."""
+    if record_hash(record_payload(event)) != event.record_hash:
+        return Break(
+            event.id, event.seq, "altered", "record_hash does not match the record's fields"
+        )
+    try:
+        anchor = _anchor_of(event)
+        last_removed = to_utc(event.request["through_created_at"])
+    except (KeyError, TypeError, ValueError):
+        return Break(event.id, event.seq, "anchor", "the purge event does not state an anchor")
+    assert anchor.before is not None
+    floor = event.created_at - timedelta(days=MINIMUM_RETENTION_DAYS)
+    if anchor.seq >= event.seq or last_removed >= anchor.before or anchor.before > floor:
+        return Break(
+            event.id,
+            event.seq,
+            "anchor",
+            f"the purge event is not a purge the retention rules allow (it claims records "
+            f"through seq {anchor.seq}, created before {iso(anchor.before)}, at "
+            f"{iso(event.created_at)})",
+        )
+    return None
+
+
+# --- checkpoints the log is held to -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A checkpoint as verification uses it."""
+
+    source: str
+    id: int | None
+    label: str
+    created_at: datetime
+    seq: int
+    hash: str
+    head_created_at: str | None
+    signature_ok: bool
+
+
+def _held_file(path: Path | str) -> _Held:
+    read = checkpoint_read(path)
+    body = read.body
+    return _Held(
+        source="file",
+        id=None,
+        label=f"the checkpoint file {path} ({iso(body.created_at)})",
+        created_at=body.created_at,
+        seq=body.log.seq,
+        hash=body.log.head,
+        head_created_at=iso(body.log.head_created_at),
+        signature_ok=True,
+    )
+
+
+def _held_stored(stored: AuditCheckpoint, key: str) -> _Held:
+    """The stored checkpoint's own columns name it even when its body no longer matches."""
+    log = stored.body.get("log") if isinstance(stored.body, dict) else None
+    return _Held(
+        source="stored",
+        id=stored.pk,
+        label=f"checkpoint #{stored.pk} ({iso(stored.created_at)})",
+        created_at=stored.created_at,
+        seq=stored.log_seq,
+        hash=stored.log_head,
+        head_created_at=log.get("head_created_at") if isinstance(log, dict) else None,
+        signature_ok=(
+            checkpoint_mac_matches(stored.body, stored.mac, key)
+            and isinstance(log, dict)
+            and (log.get("seq"), log.get("head")) == (stored.log_seq, stored.log_head)
+        ),
+    )
+
+
+def _held_checkpoints(checkpoint: Path | str | None, warnings: list[str]) -> list[_Held]:
+    """The file given (refused outright when its signature fails) and the latest stored one
+    (reported as failed when its signature does)."""
+    held = [_held_file(checkpoint)] if checkpoint is not None else []
+    stored = AuditCheckpoint.objects.order_by("-id").first()
+    if stored is not None:
+        try:
+            key = checkpoint_key()
+        except ApplicationError as exc:
+            warnings.append(f"stored checkpoints were not checked: {exc.message}")
+            return held
+        held.append(_held_stored(stored, key))
+    return held
+
+
+def _consistent(held: _Held, anchor: ChainAnchor) -> str:
+    """Why the checkpointed head is no longer in the chain at its seq ("" when it is)."""
+    seq, digest = held.seq, held.hash
+    if seq > anchor.seq:
+        found = InjectionRecord.objects.filter(seq=seq).values_list("record_hash", flat=True)
+        hashes = set(found)
+        if not hashes:
+            return f"the log no longer holds seq {seq}"
+        return "" if hashes == {digest} else f"the record at seq {seq} no longer has its hash"
+    if seq == anchor.seq:
+        return "" if digest == anchor.hash else f"the chain's anchor at seq {seq} differs"
+    stamp = held.head_created_at
+    if anchor.before is not None and stamp and to_utc(stamp) < anchor.before:
+        return ""  # purged since, lawfully: the record was older than the purge's cutoff
+    return (
+        f"seq {seq} is gone, and the latest purge could not have removed it (it was created "
+        f"at {stamp}, not before the purge's cutoff)"
+    )
+
+
+def _consistent_note(held: _Held, anchor: ChainAnchor) -> str:
+    if held.seq < anchor.seq:
+        return "its head was purged since, lawfully (older than the purge's cutoff)"
+    return "prefix consistent: the checkpointed head is in the chain"
+
+
+def _checkpoint_checks(
+    held: list[_Held], anchor: ChainAnchor
+) -> tuple[list[CheckpointCheck], list[Pin], Break | None]:
+    checks, pins, broken = [], [], None
+    for item in held:
+        reason = (
+            ""
+            if item.signature_ok
+            else ("its HMAC does not match its body (altered, or signed with another key)")
+        )
+        if item.signature_ok:
+            reason = _consistent(item, anchor)
+            if item.seq > anchor.seq:
+                pins.append(Pin(item.seq, item.hash, item.label))
+            elif reason and broken is None:
+                broken = Break(None, item.seq, "checkpoint", f"{item.label}: {reason}")
+        checks.append(
+            CheckpointCheck(
+                source=item.source,  # type: ignore[arg-type]
+                id=item.id,
+                created_at=item.created_at,
+                seq=item.seq,
+                hash=item.hash,
+                signature_ok=item.signature_ok,
+                consistent=item.signature_ok and not reason,
+                reason=reason or _consistent_note(item, anchor),
+            )
+        )
+    return checks, pins, broken
+
+
+# --- the walk over the records ----------------------------------------------------------------
+
+
+def _altered_texts() -> set[str]:
+    """Stored texts that no longer match the SHA-256 they are kept under (each hashed once)."""
+    rows = DeliveredText.objects.values_list("sha256", "text").order_by()
+    return {digest for digest, text in rows.iterator(chunk_size=500) if sha256_text(text) != digest}
+
+
+def _links() -> Iterator[Link]:
+    altered = _altered_texts()
+    rows = InjectionRecord.objects.order_by("seq", "id").annotate(
+        stored=Exists(DeliveredText.objects.filter(sha256=OuterRef("prompt_sha256"))),
+        erased=Exists(ErasedText.objects.filter(sha256=OuterRef("prompt_sha256"))),
+    )
+    for record in rows.iterator(chunk_size=2000):
+        problem = ""
+        if record.prompt_sha256 in altered:
+            problem = TEXT_ALTERED
+        elif record.prompt_sha256 != EMPTY_TEXT_SHA256 and not (record.stored or record.erased):
+            problem = TEXT_MISSING
+        yield _link(record, problem)
+
+
+def _link(record: InjectionRecord, text_problem: str = "") -> Link:
+    return Link(
+        id=record.pk,
+        seq=record.seq,
+        prev_hash=record.prev_hash,
+        record_hash=record.record_hash,
+        payload=record_payload(record),
+        text_problem=text_problem,
+    )
+
+
+def _misplaced(prev_hash: str, not_id: int) -> Link | None:
+    """A record that links to ``prev_hash`` wherever its seq now puts it."""
+    found = InjectionRecord.objects.filter(prev_hash=prev_hash).exclude(pk=not_id)
+    record = found.order_by("seq").first()
+    return _link(record) if record is not None else None
+
+
+def _missing_triggers() -> list[str]:
+    suffixes = _TRIGGERS.get(connection.vendor)
+    if suffixes is None:
+        return []
+    tables = [model._meta.db_table for model in _APPEND_ONLY_TABLES]
+    wanted = {table + suffix for table in tables for suffix in suffixes}
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        else:
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+        present = {row[0] for row in cursor.fetchall()}
+    return sorted(wanted - present)
+
+
+def _broken(found: Break | None) -> BrokenRecord | None:
+    if found is None:
+        return None
+    return BrokenRecord(id=found.id, seq=found.seq, kind=found.kind, reason=found.reason)  # type: ignore[arg-type]
+
+
+def injection_log_verify(checkpoint: Path | str | None = None) -> ChainVerification:
+    """Recomputes every record's hash in seq order from the chain's anchor (genesis, or the
+    latest purge's) and holds the chain to the head and to checkpoints (the file given, and
+    the latest stored one): names the first record that breaks it. A checkpoint file whose
+    signature fails is refused (ApplicationError)."""
+    warnings: list[str] = []
+    held = _held_checkpoints(checkpoint, warnings)
+    missing = _missing_triggers()
+    if missing:
+        warnings.append(f"append-only triggers are missing: {', '.join(missing)}")
+    head_row = InjectionLogHead.objects.filter(pk=1).first()
+    head = ChainPoint(seq=head_row.seq, hash=head_row.last_hash) if head_row else None
+    event = _latest_purge()
+    broken = _anchor_break(event) if event is not None else None
+    try:
+        anchor = _anchor_of(event)
+    except (KeyError, TypeError, ValueError):  # named by _anchor_break
+        anchor = ChainAnchor(kind="genesis", seq=0, hash=GENESIS_HASH)
+    checks, pins, checkpoint_break = _checkpoint_checks(held, anchor)
     checked = 0
-    for record in InjectionRecord.objects.order_by("seq").iterator(chunk_size=2000):
-        reason = _break_reason(record, expected_seq, expected_prev)
-        if reason:
-            broken = BrokenRecord(id=record.pk, seq=record.seq, reason=reason)
-            return ChainVerification(ok=False, checked=checked, first_broken=broken)
-        checked += 1
-        expected_prev = record.record_hash
-        expected_seq = record.seq + 1
-    return ChainVerification(ok=True, checked=checked, first_broken=None)
+    if broken is None:
+        start_label = (
+            "genesis" if anchor.kind == "genesis" else f"the purge anchor at seq {anchor.seq}"
+        )
+        checked, broken = chain_walk(
+            _links(),
+            start=(anchor.seq, anchor.hash),
+            start_label=start_label,
+            head=Pin(head.seq, head.hash, "the head", "head") if head else None,
+            pins=pins,
+            misplaced=_misplaced,
+        )
+        broken = broken or checkpoint_break
+    return ChainVerification(
+        ok=broken is None and all(check.signature_ok for check in checks),
+        checked=checked,
+        first_broken=_broken(broken),
+        head=head,
+        anchor=anchor,
+        checkpoints=checks,
+        warnings=warnings,
+    )
 
 
 def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:

@@ -1,7 +1,8 @@
-"""Writes of the audit trail: appending to the injection log (the one function that writes
-injection records) and running the contradiction auditor.
+"""Writes of the audit trail: appending to the injection log (the one path that writes its
+records: receipts, and erasure and purge events), storing and erasing delivered texts,
+checkpoints, the retention purge, and running the contradiction auditor.
 
-Callers invoke it inside their own ``transaction.atomic`` so the record commits with the
+Callers invoke appends inside their own ``transaction.atomic`` so the record commits with the
 decision it receipts. The chain head row is locked with SELECT ... FOR UPDATE (PostgreSQL); on
 SQLite the IMMEDIATE transaction mode already holds the database write lock from BEGIN, so
 appends are serialised there too. ``seq`` and ``record_hash`` are unique as a last line of
@@ -10,14 +11,33 @@ defence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
 
+import rfc8785
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import Exists, OuterRef
 
-from audit_app.contracts import ContradictionAuditInput, ContradictionAuditResult
-from audit_app.domain.chain import record_hash, sha256_text
+from audit_app.contracts import (
+    ChainPoint,
+    CheckpointOut,
+    ContradictionAuditInput,
+    ContradictionAuditResult,
+    PurgeResult,
+)
+from audit_app.domain.chain import (
+    RECORD_FORMAT,
+    checkpoint_mac,
+    record_hash,
+    sha256_text,
+)
 from audit_app.domain.contradictions import (
     DEFAULT_ANTONYMS,
     Finding,
@@ -26,23 +46,54 @@ from audit_app.domain.contradictions import (
 )
 from audit_app.models import (
     GENESIS_HASH,
+    AuditCheckpoint,
     AuditRun,
     ContradictionFinding,
+    DeliveredText,
+    ErasedText,
     FindingState,
     InjectionLogHead,
     InjectionRecord,
+    audit_maintenance,
     record_payload,
 )
-from audit_app.selectors import facts_held_at, finding_view, findings_by_fingerprint
+from audit_app.receipt_sources import receipt_sources_add
+from audit_app.selectors import (
+    chain_anchor,
+    checkpoint_key,
+    checkpoint_view,
+    facts_held_at,
+    finding_view,
+    findings_by_fingerprint,
+    injection_log_verify,
+)
+from graph_app.selectors import graph_chain_head
 from graph_app.services import fact_supersede
 from memoryproject.contracts import Caller, takes
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
-from memoryproject.timeutil import utcnow
+from memoryproject.timeutil import iso, utcnow
+from sessions_app.contracts import _has_nul  # the one NUL rule for JSON values
 
-__all__ = ["SOURCES", "contradictions_audit", "injection_log_append", "record_payload"]
+__all__ = [
+    "EVENT_KINDS",
+    "ITEM_KINDS",
+    "SOURCES",
+    "audit_checkpoint_create",
+    "audit_event_append",
+    "audit_log_purge",
+    "audit_maintenance",
+    "contradictions_audit",
+    "delivered_text_erase",
+    "injection_log_append",
+    "record_payload",
+]
 
-SOURCES = ("plan", "load")
+SOURCES = ("plan", "load", "compile", "prompt")
+EVENT_KINDS = ("erasure", "purge")
+ITEM_KINDS = ("trace", "summary", "fact", "episode")
+PURGE_ANCHOR = frozenset({"before", "through_seq", "through_hash", "through_created_at"})
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _head_locked() -> InjectionLogHead:
@@ -50,6 +101,86 @@ def _head_locked() -> InjectionLogHead:
         pk=1, defaults={"seq": 0, "last_hash": GENESIS_HASH}
     )
     return head
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _plain_json(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
+    """``value`` as the database will give it back (so the hash written is the hash read):
+    JSON types only, timestamps as ISO strings, numbers RFC 8785 can canonicalise."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise validation_error(field, "must be a JSON object")
+    try:
+        data: dict[str, Any] = json.loads(
+            json.dumps(dict(value), default=_json_value, allow_nan=False)
+        )
+        rfc8785.dumps(data)
+    except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:
+        raise validation_error(field, f"must hold plain JSON values ({exc})") from None
+    if _has_nul(data):
+        # PostgreSQL cannot store NUL in jsonb; refuse it on every database alike.
+        raise validation_error(field, "must not contain NUL characters")
+    return data
+
+
+def _delivered_items(items: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    checked = []
+    for n, item in enumerate(items):
+        if not isinstance(item, Mapping) or set(item) != {"kind", "id", "sha256"}:
+            raise validation_error("items", f"item {n} must be an object of kind, id and sha256")
+        if item["kind"] not in ITEM_KINDS:
+            raise validation_error(
+                "items", f"item {n}: kind must be one of {', '.join(ITEM_KINDS)}"
+            )
+        if not isinstance(item["id"], str) or not item["id"] or "\x00" in item["id"]:
+            raise validation_error("items", f"item {n}: id must be a non-empty string")
+        if not isinstance(item["sha256"], str) or not _SHA256.fullmatch(item["sha256"]):
+            raise validation_error("items", f"item {n}: sha256 must be 64 lowercase hex digits")
+        checked.append({"kind": item["kind"], "id": item["id"], "sha256": item["sha256"]})
+    return checked
+
+
+def _text_store(text: str, digest: str) -> str:
+    """Keeps ``text`` once under its SHA-256 and answers what the store now holds for it: an
+    erased text is not stored again (its erasure stands)."""
+    if not text:
+        return ""
+    if ErasedText.objects.filter(sha256=digest).exists():
+        return ""
+    DeliveredText.objects.bulk_create(
+        [DeliveredText(sha256=digest, text=text, stored_at=utcnow())], ignore_conflicts=True
+    )
+    return text
+
+
+def _append(*, text: str, **fields: Any) -> InjectionRecord:
+    """Links one record after the head, stores its text and moves the head (one transaction:
+    the caller's when there is one; no savepoint, a failed append fails the whole decision)."""
+    with transaction.atomic(savepoint=False):
+        head = _head_locked()
+        record = InjectionRecord(
+            seq=head.seq + 1,
+            format=RECORD_FORMAT,
+            prompt_sha256=sha256_text(text),
+            created_at=utcnow(),
+            prev_hash=head.last_hash,
+            **fields,
+        )
+        record.record_hash = record_hash(record_payload(record))
+        record.save(force_insert=True)
+        record.__dict__["_system_prompt"] = _text_store(text, record.prompt_sha256)
+        head.seq = record.seq
+        head.last_hash = record.record_hash
+        head.save(update_fields=["seq", "last_hash"])
+    return record
 
 
 def injection_log_append(
@@ -66,20 +197,22 @@ def injection_log_append(
     system_prompt: str,
     generated_at: datetime,
     source: str = "plan",
+    request: Mapping[str, Any] | None = None,
+    items: Sequence[Mapping[str, str]] = (),
 ) -> InjectionRecord:
-    """Appends one record to the chain and answers it."""
+    """Appends one receipt to the chain and answers it: what was asked (``request``), what was
+    delivered (``items``, each with its content hash) and the SHA-256 of the exact text, which
+    is stored apart (``InjectionRecord.system_prompt`` reads it back)."""
     if source not in SOURCES:
         raise ApplicationError(f"source: must be one of {', '.join(SOURCES)}", field="source")
     if not isinstance(channel, str) or not channel.strip():
         raise ApplicationError("channel: must be a non-empty string", field="channel")
     if generated_at.tzinfo is None:
         raise ApplicationError("generated_at: must be timezone-aware", field="generated_at")
-    # Joins the caller's transaction (no savepoint: a failed append must fail the caller's
-    # whole decision anyway); standalone calls get a transaction of their own.
+    asked, delivered = _plain_json(request, "request"), _delivered_items(items)
     with transaction.atomic(savepoint=False):
-        head = _head_locked()
-        record = InjectionRecord(
-            seq=head.seq + 1,
+        record = _append(
+            text=system_prompt,
             project=project,
             source=source,
             channel=channel.strip()[:32],
@@ -90,18 +223,248 @@ def injection_log_append(
             threshold=float(threshold),
             mode=mode,
             trace_ids=[str(t) for t in trace_ids],
-            system_prompt=system_prompt,
-            prompt_sha256=sha256_text(system_prompt),
+            request=asked,
+            items=delivered,
             generated_at=generated_at,
-            created_at=utcnow(),
-            prev_hash=head.last_hash,
         )
-        record.record_hash = record_hash(record_payload(record))
-        record.save(force_insert=True)
-        head.seq = record.seq
-        head.last_hash = record.record_hash
-        head.save(update_fields=["seq", "last_hash"])
+        receipt_sources_add(record, delivered)
     return record
+
+
+def audit_event_append(
+    *,
+    kind: str,
+    project: Project | None,
+    details: Mapping[str, Any],
+    channel: str = "cli",
+    client: str = "",
+) -> InjectionRecord:
+    """Appends an erasure or purge event to the same chain. An event delivers nothing: its
+    ``source`` is the kind, ``request`` holds the details, status "recorded", mode "event",
+    no decision, scores 0, no traces, items or text."""
+    if kind not in EVENT_KINDS:
+        raise validation_error("kind", f"must be one of {', '.join(EVENT_KINDS)}")
+    if kind == "purge" and not set(details) >= PURGE_ANCHOR:
+        # Verification starts from the latest purge's anchor: it must state one.
+        raise validation_error("details", f"a purge must state {', '.join(sorted(PURGE_ANCHOR))}")
+    now = utcnow()
+    return _append(
+        text="",
+        project=project,
+        source=kind,
+        channel=(channel or "cli").strip()[:32] or "cli",
+        client=(client or "")[:200],
+        status="recorded",
+        decision="",
+        trust_score=0.0,
+        threshold=0.0,
+        mode="event",
+        trace_ids=[],
+        request=_plain_json(details, "details"),
+        items=[],
+        generated_at=now,
+    )
+
+
+def delivered_text_erase(*, sha256: str, reason: str = "") -> bool:
+    """Removes a delivered text from the store, leaving its tombstone (when, why): the records
+    that delivered it keep verifying, since the chain hashes only the SHA-256. Answers whether
+    a stored text was removed (False when none was stored, or it was erased before)."""
+    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+        raise validation_error("sha256", "must be 64 lowercase hex digits")
+    with transaction.atomic():
+        ErasedText.objects.bulk_create(
+            [ErasedText(sha256=sha256, erased_at=utcnow(), reason=reason.strip())],
+            ignore_conflicts=True,
+        )
+        with audit_maintenance():
+            removed, _ = DeliveredText.objects.filter(sha256=sha256).delete()
+    return removed > 0
+
+
+# --- checkpoints ------------------------------------------------------------------------------
+
+
+def _graph_heads() -> dict[str, dict[str, Any]]:
+    """Each project's graph chain head: the size and last hash of its change log."""
+    heads = {}
+    for project in Project.objects.order_by("slug"):
+        size, head = graph_chain_head(project)
+        heads[project.slug] = {"size": int(size), "head": str(head)}
+    return heads
+
+
+def _write_checkpoint_file(out: Path, document: Mapping[str, Any]) -> None:
+    """Written whole or not at all (a cron job ships the file elsewhere)."""
+    out = out.expanduser()
+    handle, temporary = tempfile.mkstemp(dir=out.parent or Path("."), prefix=".checkpoint-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(document, stream, indent=2, sort_keys=True)
+            stream.write("\n")
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def audit_checkpoint_create(*, out: Path | None = None) -> CheckpointOut:
+    """Signs the log's head (seq, hash, the head record's time) and each project's graph chain
+    head with HMAC-SHA256 (key ``AUDIT_CHECKPOINT_KEY`` from the environment), keeps it in the
+    checkpoint table and, with ``out``, writes it as a JSON file to ship elsewhere. Refuses to
+    sign a log that does not verify, or without the key."""
+    key = checkpoint_key()
+    with transaction.atomic():
+        verification = injection_log_verify()
+        if not verification.ok:
+            broken = verification.first_broken
+            where = f" at seq {broken.seq}: {broken.reason}" if broken else ""
+            raise ApplicationError(
+                f"the injection log does not verify{where}; a checkpoint would sign the "
+                "damage, so none was made"
+            )
+        head = InjectionLogHead.objects.filter(pk=1).first()
+        seq, last_hash = (head.seq, head.last_hash) if head else (0, GENESIS_HASH)
+        last = InjectionRecord.objects.filter(seq=seq).values_list("created_at", flat=True)
+        graph = _graph_heads()
+        now = utcnow()
+        body = {
+            "version": 1,
+            "created_at": iso(now),
+            "log": {"seq": seq, "head": last_hash, "head_created_at": iso(last.first())},
+            "graph": graph,
+        }
+        mac = checkpoint_mac(body, key)
+        stored = AuditCheckpoint.objects.create(
+            created_at=now, log_seq=seq, log_head=last_hash, body=body, mac=mac
+        )
+    if out is not None:
+        _write_checkpoint_file(out, {"body": body, "hmac": mac})
+    return checkpoint_view(stored.pk, body, mac, file=str(out) if out is not None else None)
+
+
+# --- retention --------------------------------------------------------------------------------
+
+
+def _orphan_texts(first: int, through: int) -> Any:
+    """The stored texts that only records ``first``..``through`` delivered."""
+    purged = InjectionRecord.objects.filter(seq__gte=first, seq__lte=through)
+    still_used = InjectionRecord.objects.filter(seq__gt=through, prompt_sha256=OuterRef("sha256"))
+    return DeliveredText.objects.filter(sha256__in=purged.values("prompt_sha256")).exclude(
+        Exists(still_used)
+    )
+
+
+def _purge_through(first: int, head_seq: int, before: datetime) -> int:
+    """The last seq of the contiguous run from ``first`` whose records all precede ``before``:
+    nothing younger is ever removed, even if clocks went backwards."""
+    young = (
+        InjectionRecord.objects.filter(seq__gte=first, created_at__gte=before)
+        .order_by("seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return head_seq if young is None else young - 1
+
+
+def _retention_days(before: datetime) -> int:
+    """The retention period, once ``before`` is known to lie outside it."""
+    days = int(settings.AUDIT_RETENTION_DAYS)
+    if before.tzinfo is None:
+        raise validation_error("before", "must be timezone-aware")
+    limit = utcnow() - timedelta(days=days)
+    if before > limit:
+        raise validation_error(
+            "before",
+            f"{iso(before)} is within the retention period ({days} days): records from "
+            f"{iso(limit)} on must be kept; give a date on or before {limit.date().isoformat()}",
+        )
+    return days
+
+
+def _purge_run(
+    *, first: int, last: InjectionRecord, details: dict[str, Any], channel: str, client: str
+) -> tuple[int, InjectionRecord]:
+    """Removes records ``first``..``last`` and their orphaned texts through the gate, then
+    appends the purge event that anchors what remains."""
+    through = last.seq
+    purged = InjectionRecord.objects.filter(seq__gte=first, seq__lte=through)
+    with audit_maintenance():
+        texts, _ = _orphan_texts(first, through).delete()
+        # Rows that index the purged records (they protect them from deletion) go with them.
+        for relation in InjectionRecord._meta.related_objects:
+            related = cast(type[models.Model], relation.related_model)
+            rows = related._default_manager.filter(
+                **{f"{relation.field.name}__in": purged.values("pk")}
+            )
+            rows.delete()
+        # One DELETE statement, without loading the records (a purge may remove millions).
+        purged._raw_delete(purged.db)
+    event = audit_event_append(
+        kind="purge",
+        project=None,
+        channel=channel,
+        client=client,
+        details={
+            **details,
+            "from_seq": first,
+            "through_seq": through,
+            "through_hash": last.record_hash,
+            "through_created_at": iso(last.created_at),
+            "texts": texts,
+        },
+    )
+    return texts, event
+
+
+def audit_log_purge(
+    *, before: datetime, dry_run: bool = False, channel: str = "cli", client: str = ""
+) -> PurgeResult:
+    """Removes the oldest records, those created before ``before`` (which must lie outside the
+    retention period, ``AUDIT_RETENTION_DAYS``), and the texts only they delivered, then
+    appends a purge event naming the seq and hash of the last record removed: verification
+    starts from that anchor. Refuses when the log does not verify (the evidence stays)."""
+    days = _retention_days(before)
+    result: dict[str, Any] = {
+        "before": before,
+        "retention_days": days,
+        "dry_run": dry_run,
+        "from_seq": None,
+        "through_seq": None,
+        "records": 0,
+        "texts": 0,
+        "event_seq": None,
+        "anchor": None,
+    }
+    with transaction.atomic():
+        head = _head_locked()
+        first = chain_anchor().seq + 1
+        through = _purge_through(first, head.seq, before)
+        count = InjectionRecord.objects.filter(seq__gte=first, seq__lte=through).count()
+        if count == 0:
+            return PurgeResult(**result)
+        if not injection_log_verify().ok:
+            raise ApplicationError(
+                "the injection log does not verify: purge refused so the evidence stays "
+                "(run injection_log_verify)"
+            )
+        last = InjectionRecord.objects.get(seq=through)
+        plan = {
+            "from_seq": first,
+            "through_seq": through,
+            "records": count,
+            "anchor": ChainPoint(seq=through, hash=last.record_hash),
+        }
+        if dry_run:
+            return PurgeResult(**{**result, **plan, "texts": _orphan_texts(first, through).count()})
+        texts, event = _purge_run(
+            first=first,
+            last=last,
+            details={"before": iso(before), "retention_days": days, "records": count},
+            channel=channel,
+            client=client,
+        )
+    return PurgeResult(**{**result, **plan, "texts": texts, "event_seq": event.seq})
 
 
 # --- the contradiction auditor ------------------------------------------------------------------

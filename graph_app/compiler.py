@@ -23,7 +23,10 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
 
+from django.db import transaction
+
 from audit_app.selectors import open_findings_of_facts
+from audit_app.services import injection_log_append
 from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
 from graph_app.contracts.graph import FactOut
 from graph_app.domain.packing import Packed, PackItem, pack
@@ -50,7 +53,7 @@ from graph_app.domain.supersession import fact_status
 from graph_app.domain.tokenize import occurrence_terms, tokenize, tokenize_query
 from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
 from graph_app.selectors import facts_visible_at, graph_revision_current
-from memoryproject.contracts import takes
+from memoryproject.contracts import Caller, takes
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens
@@ -93,6 +96,8 @@ class _Item:
     external_id: str | None = None
     # tokens of ``line``, counted once when the document is indexed
     line_tokens: int = -1
+    # the source's content hash (a fact's as known, in a replay), which receipts record
+    sha256: str = ""
 
 
 def _ts(value: datetime | None, default: float = INF) -> float:
@@ -143,6 +148,7 @@ def _fact_doc(row: dict[str, Any]) -> MemoryDoc:
         order=(0.0, 0),
         fact_fields=tuple(fields.items()),
         line_tokens=count_tokens(line),
+        sha256=row["sha256"],
     )
     return MemoryDoc(
         key=f"fact:{row['id']}",
@@ -200,6 +206,7 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
         order=(occurred.timestamp(), position if position is not None else 0),
         external_id=row["external_id"],
         line_tokens=count_tokens(line),
+        sha256=row["sha256"],
     )
     _warm_preview(line[keep:])
     return MemoryDoc(
@@ -305,7 +312,7 @@ def _line_as_known(item: _Item, known: FactOut | None) -> _Item:
         fields.update(valid_until=None, status="active")
     fields["sha256"] = known.sha256 or fields["sha256"]
     line, keep = fact_line(**fields)
-    return replace(item, line=line, keep=keep, line_tokens=-1)
+    return replace(item, line=line, keep=keep, line_tokens=-1, sha256=fields["sha256"])
 
 
 @dataclass(frozen=True)
@@ -374,6 +381,12 @@ def _payload(doc: MemoryDoc) -> _Item:
     item = doc.payload
     assert isinstance(item, _Item)
     return item
+
+
+def _delivered_sha(ranked: _Ranked, key: str, item: _Item) -> str:
+    """The content hash of the source as delivered: in a replay, a fact's as then known."""
+    known = ranked.views.get(key)
+    return known.sha256 if known is not None else item.sha256
 
 
 def _line_in_conflict(item: _Item, finding: int) -> _Item:
@@ -470,6 +483,7 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
                 tokens=packed_item.tokens,
                 citation=item.citation,
                 truncated=packed_item.truncated,
+                sha256=_delivered_sha(ranked, packed_item.key, item),
                 open_finding=ranked.conflicts.get(item.id) if item.kind == "fact" else None,
             )
         )
@@ -487,3 +501,50 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
         citations=[i.citation for i in items],
         suppressed_stale=ranked.ranking.suppressed_stale,
     )
+
+
+# --- delivering -------------------------------------------------------------------------------
+
+
+def delivery_receipt(
+    *,
+    project: Project,
+    caller: Caller,
+    params: CompileInput,
+    result: CompileResult,
+    text: str,
+    source: str = "compile",
+) -> int:
+    """Appends the receipt of compiled memory delivered to a caller: what was asked, every
+    source delivered with its content hash, and the SHA-256 of ``text``, the exact text
+    delivered (the bundle, or the prompt built around it). Answers the receipt's id. Call in
+    the transaction that answers."""
+    record = injection_log_append(
+        project=project,
+        channel=caller.channel,
+        client=caller.client,
+        status="injected",
+        decision="",
+        trust_score=1.0,
+        threshold=0.0,
+        mode=source,
+        trace_ids=[],
+        system_prompt=text,
+        generated_at=utcnow(),
+        source=source,
+        request=params.model_dump(mode="json"),
+        items=[{"kind": i.kind, "id": i.id, "sha256": i.sha256} for i in result.items],
+    )
+    return int(record.pk)
+
+
+@takes(CompileInput)
+def context_deliver(*, project: Project, params: CompileInput, caller: Caller) -> CompileResult:
+    """``context_compile`` for a caller (REST, MCP): the bundle and its receipt in the
+    injection log, committed together; the answer names the receipt (``injection_id``)."""
+    with transaction.atomic():
+        result = context_compile(project=project, params=params)
+        receipt = delivery_receipt(
+            project=project, caller=caller, params=params, result=result, text=result.markdown
+        )
+    return result.model_copy(update={"injection_id": receipt})

@@ -22,8 +22,9 @@ from memoryproject.models import Project
 #: A fact's columns for the index: its values, and the subject's name and source episode's
 #: title, which a query may use to find it.
 INDEX_FACT_FIELDS = (*FACT_VALUE_FIELDS, "subject__name", "source_episode__title")
-#: An episode's columns for the index: its values (its text, files, entities and stream).
-INDEX_EPISODE_FIELDS = EPISODE_VALUE_FIELDS
+#: An episode's columns for the index: its values (its text, files, entities and stream) and
+#: its content hash, which receipts of the bundles that cite it record.
+INDEX_EPISODE_FIELDS = (*EPISODE_VALUE_FIELDS, "sha256")
 CHUNK_ROWS = 5000
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph_app.compiler import context_compile
+from graph_app.compiler import context_deliver
 from graph_app.contracts import graph as g
 from graph_app.contracts.compile import CompileInput, CompileResult
 from graph_app.selectors import entity_query, episode_get, fact_get, graph_as_of, integrity_verify
@@ -47,5 +47,5 @@ INTEGRITY_VERIFY = Operation(
 # --- context compiler ---------------------------------------------------------------------------
 # Only reads memory: a read-scoped key may compile (a POST only because the query can be long).
 CONTEXT_COMPILE = Operation(
-    "memory_compile_context", CompileInput, CompileResult, "read", context_compile
+    "memory_compile_context", CompileInput, CompileResult, "read", context_deliver
 )

@@ -9,13 +9,17 @@ FilterSets of ``graph_app.api.filters``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+from django.db import connection, transaction
 from django.db.models import Count, Model, Q, QuerySet
 
 from graph_app.contracts.graph import (
+    ChainState,
+    CheckpointCheck,
     EgoEdge,
     EgoGraph,
     EgoNode,
@@ -26,11 +30,13 @@ from graph_app.contracts.graph import (
     EpisodeGetInput,
     EpisodeOut,
     EpisodePreview,
+    ErasedRecord,
     FactCounts,
     FactGetInput,
     FactOut,
     GraphSummary,
     IntegrityInput,
+    IntegrityProblem,
     IntegrityResult,
     Mismatch,
     RecentEpisodes,
@@ -41,12 +47,35 @@ from graph_app.domain.egograph import Edge, ego_graph
 from graph_app.domain.hashing import canonical_json, merkle_root, sha256_hex
 from graph_app.domain.records import (
     closure_known,
+    entity_canonical,
     episode_canonical,
     fact_as_known_at,
     fact_canonical,
+    sha256_of,
 )
 from graph_app.domain.render import cited_id
-from graph_app.models import Entity, Episode, EpisodeCategory, GraphRevision, TemporalFact
+from graph_app.domain.sealing import (
+    ChainReport,
+    ChangeEntry,
+    FoundRecord,
+    Key,
+    Problem,
+    chain_verify,
+    checkpoint_verify,
+    head_verify,
+    records_verify,
+    unsealed_problems,
+)
+from graph_app.models import (
+    GENESIS_HASH,
+    Entity,
+    Episode,
+    EpisodeCategory,
+    EpisodeFile,
+    GraphChange,
+    GraphRevision,
+    TemporalFact,
+)
 from memoryproject.contracts import takes
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
@@ -88,6 +117,10 @@ EPISODE_VALUE_FIELDS = (
     "external_id",
 )
 
+#: An entity's canonical fields (graph_app.domain.records.entity_canonical, less the project;
+#: its id is its slug).
+ENTITY_VALUE_FIELDS = ("slug", "kind", "name", "aliases", "created_at")
+
 M = TypeVar("M", bound=Model)
 E = TypeVar("E", bound=EpisodeOut)
 
@@ -112,8 +145,24 @@ def _fact_fields(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fact_canonical_of(row: Mapping[str, Any], project_slug: str) -> dict[str, Any]:
-    """The canonical form of a FACT_VALUE_FIELDS row."""
-    return fact_canonical(project=project_slug, **_fact_fields(row))
+    """The canonical form of a FACT_VALUE_FIELDS row (spelled out: verification builds one
+    per fact)."""
+    return fact_canonical(
+        project=project_slug,
+        id=row["id"],
+        subject=row["subject__slug"],
+        predicate=row["predicate"],
+        object_value=row["object_value"],
+        object_entity=row["object_entity__slug"],
+        singular=row["singular"],
+        confidence=row["confidence"],
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
+        recorded_at=row["recorded_at"],
+        closed_at=row["closed_at"],
+        superseded_by=row["superseded_by_id"],
+        source_episode=row["source_episode_id"],
+    )
 
 
 def episode_canonical_of(row: Mapping[str, Any], project_slug: str) -> dict[str, Any]:
@@ -124,6 +173,23 @@ def episode_canonical_of(row: Mapping[str, Any], project_slug: str) -> dict[str,
     values["entities_mentioned"] = values["entities_mentioned"] or []
     values["metadata"] = values["metadata"] or {}
     return episode_canonical(project=project_slug, **values)
+
+
+def entity_canonical_of(row: Mapping[str, Any], project_slug: str) -> dict[str, Any]:
+    """The canonical form of an ENTITY_VALUE_FIELDS row."""
+    return entity_canonical(
+        id=row["slug"],
+        project=project_slug,
+        kind=row["kind"],
+        name=row["name"],
+        aliases=row["aliases"] or [],
+        created_at=row["created_at"],
+    )
+
+
+def entity_sha256(entity: Entity, project: Project) -> str:
+    """The SHA-256 the change log seals ``entity`` with (``project`` is its project)."""
+    return sha256_of(entity_canonical_of(instance_row(entity, ENTITY_VALUE_FIELDS), project.slug))
 
 
 def _status(valid_until: object, superseded_by: object) -> str:
@@ -458,6 +524,127 @@ def graph_as_of(*, project: Project, params: TimeTravelInput) -> TimeTravelResul
 
 # --- integrity --------------------------------------------------------------------------------
 
+#: The columns of a change log entry, in the order of graph_app.domain.sealing.ChangeEntry.
+CHANGE_FIELDS = (
+    "seq",
+    "revision",
+    "action",
+    "record_type",
+    "record_id",
+    "record_sha256",
+    "erased_sha256",
+    "note",
+    "recorded_at",
+    "prev_hash",
+    "hash",
+)
+_CHUNK = 5_000
+
+
+def graph_chain_head(project: Project) -> tuple[int, str]:
+    """The project's graph change log as a checkpoint records it: (size, hash of the last
+    entry); (0, the genesis hash) before its first write."""
+    last = (
+        GraphChange.objects.filter(project=project)
+        .order_by("-seq")
+        .values_list("seq", "hash")
+        .first()
+    )
+    return (int(last[0]), str(last[1])) if last else (0, GENESIS_HASH)
+
+
+#: A fact's datetime columns.
+FACT_TIMES = ("valid_from", "valid_until", "recorded_at", "closed_at")
+
+
+def _rows_read(
+    rows: QuerySet[Any], columns: tuple[str, ...], times: tuple[str, ...]
+) -> Iterator[dict[str, Any]]:
+    """``rows.values(*columns)`` read by the database driver alone, ``times`` made aware
+    UTC (SQLite's driver hands them naive): verification reads every row, and the ORM's
+    per-row conversions would cost more than hashing them. Only for columns the driver reads
+    as their Python values (not JSON)."""
+    sql, params = rows.values_list(*columns).query.sql_with_params()
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_times_as_text(sql, rows.model, times), params)
+        while chunk := cursor.fetchmany(_CHUNK):
+            for values in chunk:
+                row = dict(zip(columns, values, strict=True))
+                for name in times:
+                    row[name] = _utc(row[name])
+                yield row
+
+
+def _times_as_text(sql: str, model: type[Model], times: tuple[str, ...]) -> str:
+    """On SQLite, ``sql`` reading the ``times`` columns of ``model``'s table as text, which
+    the C ISO parser reads faster than the driver's converter does."""
+    if connection.vendor != "sqlite":
+        return sql
+    table = model._meta.db_table
+    for name in times:
+        column = f'"{table}"."{name}"'
+        sql = sql.replace(column, f"CAST({column} AS TEXT)", 1)
+    return sql
+
+
+def _utc(value: Any) -> Any:
+    """A datetime read raw, aware UTC: SQLite keeps naive UTC text, PostgreSQL answers aware
+    datetimes. Text that is no timestamp (written behind the application's back) reads as
+    None, as the ORM would read it, so the row's hash no longer matches."""
+    if type(value) is str:
+        try:  # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC: one parse
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:
+            pass
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def _change_entries(project: Project) -> Iterator[ChangeEntry]:
+    """The project's change log in seq order, read by one raw statement: verification reads
+    every entry, and the ORM's per-row conversions would cost more than hashing them."""
+    table = GraphChange._meta.db_table
+    columns = ", ".join(f'"{table}"."{name}"' for name in CHANGE_FIELDS)
+    sql = f'SELECT {columns} FROM "{table}" WHERE "{table}"."project_id" = %s ORDER BY 1, "id"'
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_times_as_text(sql, GraphChange, ("recorded_at",)), [project.pk])
+        while rows := cursor.fetchmany(_CHUNK):
+            for row in rows:
+                yield ChangeEntry._make((*row[:8], _utc(row[8]), row[9], row[10]))
+
+
+def _chain_read(project: Project, checkpoint: tuple[int, str] | None) -> tuple[ChainReport, int]:
+    """Replays the project's change log: the chain, its head and the checkpoint; answers it
+    with the project's revision."""
+    watch = checkpoint[0] if checkpoint else None
+    report = chain_verify(_change_entries(project), project=project.slug, watch=watch)
+    head = GraphRevision.objects.filter(project=project)
+    stored = head.values_list("revision", "changes", "head_hash").first()
+    revision, size, head_hash = stored or (0, 0, GENESIS_HASH)
+    head_verify(report, size=int(size), head=str(head_hash))
+    if checkpoint is not None:
+        checkpoint_verify(report, size=checkpoint[0], head=checkpoint[1])
+    return report, int(revision)
+
+
+@contextmanager
+def _snapshot() -> Iterator[None]:
+    """One consistent state of the graph for all of verification's reads, so that a write
+    committed meanwhile is never half seen (its rows without its log entries, or the reverse):
+    a repeatable-read transaction on PostgreSQL; on SQLite the transaction holds the write
+    lock while verification reads (writers wait)."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
 
 def _verify(
     kind: Literal["fact", "episode"],
@@ -466,56 +653,211 @@ def _verify(
     project_slug: str,
     leaves: list[bytes],
     mismatches: list[Mismatch],
+    found: dict[Key, FoundRecord],
 ) -> int:
-    """Appends each row's canonical JSON to ``leaves`` and a Mismatch for each row whose stored
-    hash differs from it; answers how many rows there were."""
+    """Appends each row's canonical JSON to ``leaves``, a Mismatch for each row whose stored
+    hash differs from it, and what was found to ``found``; answers how many rows there were."""
     count = 0
     for row in rows:
         data = canonical_json(canonical_of(row, project_slug))
         computed = sha256_hex(data)
-        if computed != row["sha256"]:
+        stored_matches = computed == row["sha256"]
+        if not stored_matches:
             mismatches.append(
                 Mismatch(kind=kind, id=row["id"], stored=row["sha256"], computed=computed)
             )
+        found[(kind, row["id"])] = FoundRecord(computed, stored_matches, row["revision"])
         leaves.append(data)
         count += 1
     return count
 
 
+def _episode_indexes(project: Project) -> dict[str, tuple[list[str], list[str]]]:
+    """Each episode's file paths and linked entity ids, as stored, sorted."""
+    indexes: dict[str, tuple[list[str], list[str]]] = {}
+    files = EpisodeFile.objects.filter(episode__project=project).values_list("episode_id", "path")
+    for episode_id, path in files.order_by().iterator(chunk_size=_CHUNK):
+        indexes.setdefault(episode_id, ([], []))[0].append(path)
+    links = Episode.entities.through.objects.filter(episode__project=project)
+    rows = links.values_list("episode_id", "entity__slug").order_by()
+    for episode_id, slug in rows.iterator(chunk_size=_CHUNK):
+        indexes.setdefault(episode_id, ([], []))[1].append(slug)
+    for paths, slugs in indexes.values():
+        paths.sort()
+        slugs.sort()
+    return indexes
+
+
+def _index_problem(row: Mapping[str, Any], files: list[str], slugs: list[str]) -> str | None:
+    """What is wrong with an episode's file rows and entity links, which must index exactly
+    the files_touched and entities_mentioned its hash covers."""
+    parts = []
+    for noun, stored, recorded in (
+        ("file rows", files, sorted(row["files_touched"] or [])),
+        ("entity links", slugs, sorted(row["entities_mentioned"] or [])),
+    ):
+        if stored != recorded:
+            missing = sorted(set(recorded) - set(stored))
+            extra = sorted(set(stored) - set(recorded))
+            said = ", ".join(
+                f"{label} {', '.join(values)}"
+                for label, values in (("missing", missing), ("unexpected", extra))
+                if values
+            )
+            parts.append(f"its {noun} differ from what it recorded ({said or 'repeated'})")
+    return "; ".join(parts) or None
+
+
+def _entities_found(project: Project, found: dict[Key, FoundRecord]) -> int:
+    rows = Entity.objects.filter(project=project).order_by().values(*ENTITY_VALUE_FIELDS)
+    count = 0
+    for row in rows.iterator(chunk_size=_CHUNK):
+        found[("entity", row["slug"])] = FoundRecord(
+            sha256_of(entity_canonical_of(row, project.slug))
+        )
+        count += 1
+    return count
+
+
+_RECORD_ROWS: dict[str, tuple[type[Model], tuple[str, ...], Callable[..., dict[str, Any]]]] = {
+    "fact": (TemporalFact, FACT_VALUE_FIELDS, fact_canonical_of),
+    "episode": (Episode, EPISODE_VALUE_FIELDS, episode_canonical_of),
+    "entity": (Entity, ENTITY_VALUE_FIELDS, entity_canonical_of),
+}
+
+
+def _originals(project: Project, unsealed: list[Key]) -> dict[Key, Key | None]:
+    """For each record the log never sealed, the sealed record it copies (same canonical form
+    but for its id), if any. Reads the tables again: only runs when something was inserted."""
+    originals: dict[Key, Key | None] = {}
+    for kind in sorted({k for k, _ in unsealed}):
+        model, columns, canonical_of = _RECORD_ROWS[kind]
+        wanted = {i for k, i in unsealed if k == kind}
+        by_content: dict[str, list[str]] = {}
+        for row in model._default_manager.filter(project=project).order_by().values(*columns):
+            form = canonical_of(row, project.slug)
+            form.pop("id")
+            by_content.setdefault(sha256_of(form), []).append(_row_id(row))
+        for ids in by_content.values():
+            sealed = [i for i in ids if i not in wanted]
+            for i in ids:
+                if i in wanted:
+                    originals[(kind, i)] = (kind, sealed[0]) if sealed else None
+    return originals
+
+
+def _row_id(row: Mapping[str, Any]) -> str:
+    """The id of a record row (an entity's id is its slug)."""
+    return str(row["id"] if "id" in row else row["slug"])
+
+
 @takes(IntegrityInput)
 def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityResult:
-    """Recomputes every fact's and episode's SHA-256 from its canonical JSON and the Merkle
-    root over all of them (facts by id, then episodes by id); names every record whose stored
-    hash no longer matches its content."""
+    """Verifies the project's graph: every fact's and episode's SHA-256 against its canonical
+    JSON, the Merkle root over them (facts by id, then episodes by id), the change log's chain,
+    head and (when given) a checkpoint, and every fact, episode and entity against the state
+    the log gives it. Names every record or log entry at fault and lists the erasures."""
+    checkpoint = None
+    if params.checkpoint_size is not None and params.checkpoint_head is not None:
+        checkpoint = (params.checkpoint_size, params.checkpoint_head)
+    with _snapshot():
+        return _integrity_read(project, checkpoint)
+
+
+def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> IntegrityResult:
+    chain, revision = _chain_read(project, checkpoint)
     leaves: list[bytes] = []
     mismatches: list[Mismatch] = []
+    found: dict[Key, FoundRecord] = {}
     fact_rows = TemporalFact.objects.filter(project=project).order_by("id")
-    episode_rows = Episode.objects.filter(project=project).order_by("id")
     facts = _verify(
         "fact",
-        fact_rows.values(*FACT_VALUE_FIELDS),
+        _rows_read(fact_rows, (*FACT_VALUE_FIELDS, "revision"), FACT_TIMES),
         fact_canonical_of,
         project.slug,
         leaves,
         mismatches,
+        found,
+    )
+    episode_rows = list(
+        Episode.objects.filter(project=project)
+        .order_by("id")
+        .values(*EPISODE_VALUE_FIELDS, "sha256", "revision")
     )
     episodes = _verify(
-        "episode",
-        episode_rows.values(*EPISODE_VALUE_FIELDS, "sha256"),
-        episode_canonical_of,
-        project.slug,
-        leaves,
-        mismatches,
+        "episode", episode_rows, episode_canonical_of, project.slug, leaves, mismatches, found
     )
+    indexes = _episode_indexes(project)
+    for row in episode_rows:
+        problem = _index_problem(row, *indexes.get(row["id"], ([], [])))
+        if problem is not None:
+            key = ("episode", row["id"])
+            found[key] = found[key]._replace(index_problem=problem)
+    entities = _entities_found(project, found)
+    return _integrity_result(
+        project,
+        chain,
+        found,
+        mismatches,
+        counts=(facts, episodes, entities),
+        merkle=merkle_root(leaves),
+        revision=revision,
+    )
+
+
+def _integrity_result(
+    project: Project,
+    chain: ChainReport,
+    found: dict[Key, FoundRecord],
+    mismatches: list[Mismatch],
+    *,
+    counts: tuple[int, int, int],
+    merkle: str,
+    revision: int,
+) -> IntegrityResult:
+    rows, unsealed = records_verify(found, chain.state, revision=revision)
+    problems = [
+        Problem("mismatch", m.kind, m.id, "its content no longer matches its stored sha256")
+        for m in mismatches
+    ]
+    problems += rows
+    if unsealed:
+        problems += unsealed_problems(unsealed, _originals(project, unsealed))
+    problems += chain.problems
+    named = [p.id for p in problems if p.record_type != "change"]
+    facts, episodes, entities = counts
     return IntegrityResult(
         project=project.slug,
-        verified=not mismatches,
+        verified=not problems,
         facts=facts,
         episodes=episodes,
+        entities=entities,
         records=facts + episodes,
-        merkle_root=merkle_root(leaves),
-        mismatched_ids=[m.id for m in mismatches],
+        merkle_root=merkle,
+        mismatched_ids=list(dict.fromkeys(named)),
         mismatches=mismatches,
+        problems=[IntegrityProblem(**p._asdict()) for p in problems],
+        chain=ChainState(size=chain.size, head=chain.head),
+        checkpoint=(
+            CheckpointCheck(
+                size=chain.checkpoint[0],
+                head=chain.checkpoint[1],
+                consistent=bool(chain.checkpoint_consistent),
+            )
+            if chain.checkpoint
+            else None
+        ),
+        erased=[
+            ErasedRecord(
+                record_type=e.record_type,
+                id=e.record_id,
+                erased_at=e.recorded_at,
+                sha256=e.erased_sha256,
+                reason=e.note,
+                seq=e.seq,
+            )
+            for e in chain.erased
+        ],
         checked_at=utcnow(),
     )
 

@@ -6,14 +6,21 @@ GraphRevision row), bumps the revision and stamps every row it creates or change
 lock serialises writers of one project, so concurrent upserts of a singular predicate form one
 linear supersession chain; the partial unique constraint on active singular facts is the
 database's last word if anything bypasses it. Answers are the typed outputs of the contracts.
+
+Every write also appends, before it commits, one entry per record it created or changed to the
+project's hash-chained change log (``graph_app.models.changes``): ``graph_write`` opens the
+transaction, takes the lock and seals the entries. Erasure (``graph_record_erase``) removes a
+record's content and appends an entry that keeps the hash it had.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -31,13 +38,24 @@ from graph_app.contracts.graph import (
     FactUpsertInput,
     FactUpsertResult,
 )
-from graph_app.domain.records import sha256_of
+from graph_app.domain.records import change_hash, sha256_of
 from graph_app.domain.supersession import ChainFact, Placement, place_fact
-from graph_app.models import Entity, Episode, EpisodeFile, GraphRevision, TemporalFact
+from graph_app.models import (
+    ChangeAction,
+    Entity,
+    Episode,
+    EpisodeFile,
+    GraphChange,
+    GraphRevision,
+    RecordType,
+    TemporalFact,
+)
 from graph_app.selectors import (
+    CHANGE_FIELDS,
     EPISODE_VALUE_FIELDS,
     FACT_RELATED,
     FACT_VALUE_FIELDS,
+    entity_sha256,
     entity_view,
     episode_canonical_of,
     episode_view,
@@ -53,14 +71,11 @@ from memoryproject.timeutil import utcnow
 # --- the graph lock and revision --------------------------------------------------------------
 
 
-def graph_revision_bump(project: Project) -> int:
-    """Bumps the project's graph revision and answers it; call inside the write's transaction
-    and stamp every row the write creates or changes with the answer.
-
-    The UPDATE takes the row lock of the project's GraphRevision (created on first use) and holds
-    it until the transaction ends, so this is also the lock that serialises the project's graph
-    writers: call it first, before reading what the write depends on.
-    """
+def _graph_lock(project: Project) -> tuple[int, int, str]:
+    """Bumps the project's graph revision and answers it with the change log's head (size,
+    last hash). The UPDATE takes the row lock of the project's GraphRevision (created on first
+    use) and holds it until the transaction ends: this is the lock that serialises the
+    project's graph writers, so call it first, before reading what the write depends on."""
     table = GraphRevision._meta.db_table
     bump = f"UPDATE {table} SET revision = revision + 1 WHERE project_id = %s"
     with connection.cursor() as cursor:
@@ -72,39 +87,150 @@ def graph_revision_bump(project: Project) -> int:
             except IntegrityError:
                 pass  # another writer created it first; the UPDATE below waits for its lock
             cursor.execute(bump, [project.pk])
-        cursor.execute(f"SELECT revision FROM {table} WHERE project_id = %s", [project.pk])
+        cursor.execute(
+            f"SELECT revision, changes, head_hash FROM {table} WHERE project_id = %s",
+            [project.pk],
+        )
         row = cursor.fetchone()
-    return int(row[0])
+    return int(row[0]), int(row[1]), str(row[2])
+
+
+def graph_revision_bump(project: Project) -> int:
+    """Bumps the project's graph revision and answers it; call inside the write's transaction
+    and stamp every row the write creates or changes with the answer. Writes that change rows
+    go through ``graph_write``, which also keeps the change log."""
+    return _graph_lock(project)[0]
+
+
+#: The change log's columns a write inserts, in order.
+_CHANGE_COLUMNS = ("project_id", *CHANGE_FIELDS)
+
+
+@dataclass
+class GraphWrite:
+    """A graph write in progress: its revision, and the change log entries it appends (each
+    chained to the one before), inserted together when the write seals."""
+
+    project: Project
+    revision: int
+    size: int
+    head: str
+    now: datetime
+    pending: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def append(
+        self,
+        action: ChangeAction,
+        record_type: RecordType,
+        record_id: str,
+        record_sha256: str,
+        *,
+        erased_sha256: str = "",
+        note: str = "",
+    ) -> str:
+        """Chains an entry (``record_sha256`` is the record's hash after this change);
+        answers its hash."""
+        entry = (
+            self.size + 1,
+            self.revision,
+            action.value,
+            record_type.value,
+            record_id,
+            record_sha256,
+            erased_sha256,
+            note,
+            self.now,
+            self.head,
+        )
+        digest = change_hash(self.project.slug, *entry)
+        self.pending.append((self.project.pk, *entry, digest))
+        self.size, self.head = self.size + 1, digest
+        return digest
+
+    def seal(self) -> None:
+        """Inserts the pending entries and moves the head (two statements whatever their
+        number); nothing when none were appended. Entries are plain rows: the log's model
+        only ever reads them."""
+        if not self.pending:
+            return
+        at = connection.ops.adapt_datetimefield_value(self.now)
+        rows = [(*entry[:9], at, *entry[10:]) for entry in self.pending]
+        self.pending = []
+        changes, head = GraphChange._meta.db_table, GraphRevision._meta.db_table
+        columns = ", ".join(_CHANGE_COLUMNS)
+        row = "(" + ", ".join(["%s"] * len(_CHANGE_COLUMNS)) + ")"
+        with connection.cursor() as cursor:
+            for start in range(0, len(rows), _INSERT_BATCH):
+                batch = rows[start : start + _INSERT_BATCH]
+                values = ", ".join([row] * len(batch))
+                params = [value for entry in batch for value in entry]
+                cursor.execute(f"INSERT INTO {changes} ({columns}) VALUES {values}", params)
+            cursor.execute(
+                f"UPDATE {head} SET changes = %s, head_hash = %s WHERE project_id = %s",
+                [self.size, self.head, self.project.pk],
+            )
+
+
+#: Entries per INSERT statement (12 parameters each: within SQLite's and PostgreSQL's limits).
+_INSERT_BATCH = 500
+
+
+@contextmanager
+def graph_write(project: Project) -> Iterator[GraphWrite]:
+    """The transaction of one graph write: takes the project's graph lock (bumping its
+    revision) and, when the body ends without an error, seals the change log entries it
+    appended, before the commit."""
+    with transaction.atomic():
+        revision, size, head = _graph_lock(project)
+        write = GraphWrite(project=project, revision=revision, size=size, head=head, now=utcnow())
+        yield write
+        write.seal()
 
 
 # --- entities ---------------------------------------------------------------------------------
 
 
-def _entity_ensure(project: Project, slug: str, now: datetime) -> Entity:
+def _entity_ensure(write: GraphWrite, slug: str) -> Entity:
+    project = write.project
     entity = next(iter(Entity.objects.filter(project=project, slug=slug).order_by()[:1]), None)
     if entity is None:
-        entity = Entity.objects.create(project=project, slug=slug, name=slug, created_at=now)
+        entity = Entity.objects.create(project=project, slug=slug, name=slug, created_at=write.now)
+        _entity_sealed(write, entity, ChangeAction.CREATED)
     return entity
 
 
-def _entities_ensure(project: Project, slugs: Sequence[str], now: datetime) -> list[Entity]:
+def _entity_sealed(write: GraphWrite, entity: Entity, action: ChangeAction) -> None:
+    write.append(action, RecordType.ENTITY, entity.slug, entity_sha256(entity, write.project))
+
+
+def _entities_ensure(write: GraphWrite, slugs: Sequence[str]) -> list[Entity]:
     """The entities named, creating the missing ones, in two queries whatever their number."""
+    project = write.project
     found = {e.slug: e for e in Entity.objects.filter(project=project, slug__in=list(slugs))}
-    missing = [slug for slug in slugs if slug not in found]
+    missing = [
+        Entity(project=project, slug=slug, name=slug, created_at=write.now)
+        for slug in slugs
+        if slug not in found
+    ]
     if missing:
-        Entity.objects.bulk_create(
-            [Entity(project=project, slug=slug, name=slug, created_at=now) for slug in missing]
-        )
-        found.update((e.slug, e) for e in Entity.objects.filter(project=project, slug__in=missing))
+        Entity.objects.bulk_create(missing)
+        for entity in missing:
+            _entity_sealed(write, entity, ChangeAction.CREATED)
+        created = Entity.objects.filter(project=project, slug__in=[e.slug for e in missing])
+        found.update((e.slug, e) for e in created)
     return [found[slug] for slug in slugs]
 
 
 @takes(EntityUpsertInput)
 def entity_upsert(*, project: Project, params: EntityUpsertInput) -> EntityOut:
     """Creates the entity or updates its kind, display name and aliases (those given)."""
-    with transaction.atomic():
-        revision = graph_revision_bump(project)
-        entity = _entity_ensure(project, params.entity_id, utcnow())
+    with graph_write(project) as write:
+        entity = Entity.objects.filter(project=project, slug=params.entity_id).first()
+        created = entity is None
+        if entity is None:
+            entity = Entity(project=project, slug=params.entity_id, created_at=write.now)
+            entity.name = entity.slug
+        before = None if created else entity_sha256(entity, project)
         if params.kind is not None:
             entity.kind = params.kind
         if params.name is not None:
@@ -112,8 +238,12 @@ def entity_upsert(*, project: Project, params: EntityUpsertInput) -> EntityOut:
         if params.aliases is not None:
             entity.aliases = params.aliases
         entity.save()
+        if created:
+            _entity_sealed(write, entity, ChangeAction.CREATED)
+        elif entity_sha256(entity, project) != before:
+            _entity_sealed(write, entity, ChangeAction.CHANGED)
         # Indexes built over facts read their subject's name: mark those facts as changed.
-        TemporalFact.objects.filter(project=project, subject=entity).update(revision=revision)
+        TemporalFact.objects.filter(project=project, subject=entity).update(revision=write.revision)
     return entity_view(entity)
 
 
@@ -133,10 +263,10 @@ def _fact_seal(fact: TemporalFact) -> None:
 
 def _fact_close(
     fact: TemporalFact,
+    write: GraphWrite,
     *,
     valid_until: datetime,
     now: datetime,
-    revision: int,
     superseded_by: str | None,
 ) -> None:
     """Closes ``fact`` in one UPDATE. ``superseded_by`` may name a fact inserted later in the
@@ -144,7 +274,7 @@ def _fact_close(
     fact.valid_until = valid_until
     fact.closed_at = now
     fact.superseded_by_id = superseded_by
-    fact.revision = revision
+    fact.revision = write.revision
     _fact_seal(fact)
     TemporalFact.objects.filter(pk=fact.pk).update(
         valid_until=fact.valid_until,
@@ -153,6 +283,13 @@ def _fact_close(
         revision=fact.revision,
         sha256=fact.sha256,
     )
+    write.append(ChangeAction.CLOSED, RecordType.FACT, fact.id, fact.sha256)
+
+
+def _fact_insert_sealed(fact: TemporalFact, write: GraphWrite) -> None:
+    _fact_seal(fact)
+    fact.save(force_insert=True)
+    write.append(ChangeAction.ASSERTED, RecordType.FACT, fact.id, fact.sha256)
 
 
 @takes(FactUpsertInput)
@@ -167,10 +304,9 @@ def fact_upsert(*, project: Project, params: FactUpsertInput) -> FactUpsertResul
     the facts it superseded.
     """
     try:
-        with transaction.atomic():
-            # The bump locks the project's graph first: what follows reads a settled chain.
-            revision = graph_revision_bump(project)
-            return _fact_place(project=project, revision=revision, params=params)
+        # The graph lock is taken first: what follows reads a settled chain.
+        with graph_write(project) as write:
+            return _fact_place(write, params=params)
     except IntegrityError as exc:
         # Only reachable when a writer bypasses the graph lock; the partial unique index held.
         raise ConflictError(
@@ -262,7 +398,8 @@ def _chain_load(
     return subject, facts
 
 
-def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> FactUpsertResult:
+def _fact_place(write: GraphWrite, *, params: FactUpsertInput) -> FactUpsertResult:
+    project = write.project
     episode_id = params.source_episode
     if episode_id and not Episode.objects.filter(project=project, id=episode_id).exists():
         raise validation_error("source_episode", f"no episode '{episode_id}' in this project")
@@ -301,16 +438,16 @@ def _fact_place(*, project: Project, revision: int, params: FactUpsertInput) -> 
     fact = TemporalFact(
         id=_new_id("fact"),
         project=project,
-        subject=subject or _entity_ensure(project, params.subject_id, now),
+        subject=subject or _entity_ensure(write, params.subject_id),
         object_value=params.value,
-        object_entity=_entity_ensure(project, object_slug, now) if object_slug else None,
+        object_entity=_entity_ensure(write, object_slug) if object_slug else None,
         valid_from=start,
         recorded_at=now,
         source_episode_id=episode_id,
-        revision=revision,
+        revision=write.revision,
         **params.model_dump(include={"predicate", "singular", "confidence"}),
     )
-    superseded = _fact_insert(fact, placement, by_id, now=now)
+    superseded = _fact_insert(fact, write, placement, by_id, now=now)
     return FactUpsertResult(
         fact=fact_view(fact),
         created=True,
@@ -347,7 +484,12 @@ def _chain_fact(fact: TemporalFact) -> ChainFact:
 
 
 def _fact_insert(
-    fact: TemporalFact, placement: Placement, chain: dict[str, TemporalFact], *, now: datetime
+    fact: TemporalFact,
+    write: GraphWrite,
+    placement: Placement,
+    chain: dict[str, TemporalFact],
+    *,
+    now: datetime,
 ) -> list[TemporalFact]:
     """Inserts the new ``fact`` where ``placement`` puts it; answers the facts it closed."""
     superseded: list[TemporalFact] = []
@@ -358,16 +500,9 @@ def _fact_insert(
     if placement.close_id is not None:
         # Closed before the insert: the partial unique index allows one open singular fact.
         closing = chain[placement.close_id]
-        _fact_close(
-            closing,
-            valid_until=fact.valid_from,
-            now=now,
-            revision=fact.revision,
-            superseded_by=fact.id,
-        )
+        _fact_close(closing, write, valid_until=fact.valid_from, now=now, superseded_by=fact.id)
         superseded.append(closing)
-    _fact_seal(fact)
-    fact.save(force_insert=True)
+    _fact_insert_sealed(fact, write)
     return superseded
 
 
@@ -397,23 +532,22 @@ def fact_retract(*, project: Project, params: FactRetractInput) -> FactRetractRe
     A scheduled fact (starting in the future) retracted without ``at`` is cancelled: it is
     closed where it would have begun, so it never holds, and the fact it would have replaced
     goes on (as a continuation from that instant: history rows are never rewritten)."""
-    with transaction.atomic():
-        revision = graph_revision_bump(project)
+    with graph_write(project) as write:
         fact = _fact_open(project, params.fact_id)
         now = utcnow()
         if params.at is None and fact.valid_from > now:
-            _fact_cancel(fact, now=now, revision=revision)
+            _fact_cancel(fact, write, now=now)
             return FactRetractResult(fact=fact_view(fact), retracted=True)
         end = params.at or now
         if end < fact.valid_from:
             raise validation_error("at", "must not be before the fact's valid_from")
-        _fact_close(fact, valid_until=end, now=now, revision=revision, superseded_by=None)
+        _fact_close(fact, write, valid_until=end, now=now, superseded_by=None)
         return FactRetractResult(fact=fact_view(fact), retracted=True)
 
 
-def _fact_cancel(fact: TemporalFact, *, now: datetime, revision: int) -> None:
+def _fact_cancel(fact: TemporalFact, write: GraphWrite, *, now: datetime) -> None:
     start = fact.valid_from
-    _fact_close(fact, valid_until=start, now=now, revision=revision, superseded_by=None)
+    _fact_close(fact, write, valid_until=start, now=now, superseded_by=None)
     replaced = (
         TemporalFact.objects.select_related(*FACT_RELATED)
         .filter(superseded_by=fact, valid_until=start)
@@ -430,21 +564,19 @@ def _fact_cancel(fact: TemporalFact, *, now: datetime, revision: int) -> None:
         recorded_at=now,
         closed_at=None,
         superseded_by_id=None,
-        revision=revision,
+        revision=write.revision,
     )
     continuation = TemporalFact(**values)
     continuation.project, continuation.subject = replaced.project, replaced.subject
     continuation.object_entity = replaced.object_entity
-    _fact_seal(continuation)
-    continuation.save(force_insert=True)
+    _fact_insert_sealed(continuation, write)
 
 
 def fact_supersede(*, project: Project, fact_id: str, by: str) -> FactOut:
     """Retires the active fact ``fact_id`` into history, superseded by the project's fact
     ``by`` (a contradiction settled in favour of the newer statement): its validity ends where
     ``by``'s begins, which must be later than its own start."""
-    with transaction.atomic():
-        revision = graph_revision_bump(project)
+    with graph_write(project) as write:
         successor = TemporalFact.objects.filter(project=project, pk=by).first()
         if successor is None:
             raise NotFoundError(f"by: no fact '{by}' in this project", field="by")
@@ -455,7 +587,7 @@ def fact_supersede(*, project: Project, fact_id: str, by: str) -> FactOut:
                 f"by: fact '{by}' does not start after '{fact_id}'; it cannot supersede it",
                 field="by",
             )
-        _fact_close(fact, valid_until=end, now=utcnow(), revision=revision, superseded_by=by)
+        _fact_close(fact, write, valid_until=end, now=utcnow(), superseded_by=by)
         return fact_view(fact)
 
 
@@ -473,13 +605,12 @@ def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRe
     """Stores an immutable episode and links the entities it mentions (created on first
     mention). Recording the same ``external_id`` again with the same content answers the stored
     episode (``created: false``); with different content it is a conflict."""
-    with transaction.atomic():
-        revision = graph_revision_bump(project)
+    with graph_write(project) as write:
         existing = _episode_recorded(project, params)
         if existing is not None:
             transaction.set_rollback(True)  # nothing written: undo the revision bump
             return episode_view(existing, EpisodeRecordResult, created=False)
-        episode = _episode_insert(project, params, revision)
+        episode = _episode_insert(write, params)
         return episode_view(episode, EpisodeRecordResult, created=True)
 
 
@@ -514,15 +645,15 @@ def _episode_recorded(project: Project, params: EpisodeRecordInput) -> Episode |
     return existing
 
 
-def _episode_insert(project: Project, params: EpisodeRecordInput, revision: int) -> Episode:
-    now = utcnow()
+def _episode_insert(write: GraphWrite, params: EpisodeRecordInput) -> Episode:
+    project, now = write.project, utcnow()
     episode = Episode(
         id=_new_id("ep"),
         project=project,
         metadata=params.metadata or {},
         occurred_at=params.occurred_at or now,
         recorded_at=now,
-        revision=revision,
+        revision=write.revision,
         **params.model_dump(include={*_EPISODE_CONTENT, "external_id"}),
     )
     _episode_seal(episode)
@@ -533,8 +664,109 @@ def _episode_insert(project: Project, params: EpisodeRecordInput, revision: int)
         )
     if params.entities_mentioned:
         links = Episode.entities.through
-        mentioned = _entities_ensure(project, params.entities_mentioned, now)
+        mentioned = _entities_ensure(write, params.entities_mentioned)
         links.objects.bulk_create(
             [links(episode_id=episode.id, entity_id=entity.pk) for entity in mentioned]
         )
+    # Its file rows and entity links index files_touched and entities_mentioned, which the
+    # hash covers: verification requires them to be exactly those.
+    write.append(ChangeAction.RECORDED, RecordType.EPISODE, episode.id, episode.sha256)
     return episode
+
+
+# --- erasure ----------------------------------------------------------------------------------
+
+#: What erased text reads as.
+ERASED_TEXT = "[erased]"
+RecordKind = Literal["fact", "episode", "entity"]
+
+
+def _last_sealed(project: Project, record_type: RecordType, record_id: str) -> str | None:
+    """The hash the change log last sealed the record with."""
+    entries = GraphChange.objects.filter(
+        project=project, record_type=record_type.value, record_id=record_id
+    )
+    return entries.order_by("-seq").values_list("record_sha256", flat=True).first()
+
+
+def _fact_erase(write: GraphWrite, fact_id: str) -> tuple[str, str]:
+    """Retracts the fact if it still holds (cancels it when scheduled), then blanks its object;
+    answers its hash before and after."""
+    fact = (
+        TemporalFact.objects.select_related(*FACT_RELATED)
+        .filter(project=write.project, pk=fact_id)
+        .first()
+    )
+    if fact is None:
+        raise NotFoundError(f"fact: no fact '{fact_id}' in this project", field="fact")
+    now = utcnow()
+    if fact.valid_until is not None:
+        before = _last_sealed(write.project, RecordType.FACT, fact.id) or fact.sha256
+    else:
+        # Sealed as closed first (its own entry), so the tombstone is that last hash.
+        if fact.valid_from > now:
+            _fact_cancel(fact, write, now=now)
+        else:
+            _fact_close(fact, write, valid_until=now, now=now, superseded_by=None)
+        before = fact.sha256
+    fact.object_value, fact.object_entity = ERASED_TEXT, None
+    fact.revision = write.revision
+    _fact_seal(fact)
+    fact.save(update_fields=["object_value", "object_entity", "revision", "sha256"])
+    return before, fact.sha256
+
+
+def _episode_erase(write: GraphWrite, episode_id: str) -> tuple[str, str]:
+    """Blanks the episode's text and metadata and drops its file rows and entity links."""
+    episode = (
+        Episode.objects.select_related("project")
+        .filter(project=write.project, pk=episode_id)
+        .first()
+    )
+    if episode is None:
+        raise NotFoundError(f"episode: no episode '{episode_id}' in this project", field="episode")
+    before = _last_sealed(write.project, RecordType.EPISODE, episode.id) or episode.sha256
+    EpisodeFile.objects.filter(episode=episode).delete()
+    Episode.entities.through.objects.filter(episode_id=episode.id).delete()
+    episode.title = episode.content = ERASED_TEXT
+    episode.files_touched, episode.entities_mentioned, episode.metadata = [], [], {}
+    episode.revision = write.revision
+    _episode_seal(episode)
+    fields = ["title", "content", "files_touched", "entities_mentioned", "metadata"]
+    episode.save(update_fields=[*fields, "revision", "sha256"])
+    return before, episode.sha256
+
+
+def _entity_erase(write: GraphWrite, slug: str) -> tuple[str, str]:
+    """Blanks the entity's display name and aliases (its id names it in every fact)."""
+    project = write.project
+    entity = Entity.objects.filter(project=project, slug=slug).first()
+    if entity is None:
+        raise NotFoundError(f"entity: no entity '{slug}' in this project", field="entity")
+    before = _last_sealed(project, RecordType.ENTITY, slug) or entity_sha256(entity, project)
+    entity.name, entity.aliases = ERASED_TEXT, []
+    entity.save(update_fields=["name", "aliases"])
+    TemporalFact.objects.filter(project=project, subject=entity).update(revision=write.revision)
+    return before, entity_sha256(entity, project)
+
+
+_ERASERS = {"fact": _fact_erase, "episode": _episode_erase, "entity": _entity_erase}
+
+
+def graph_record_erase(
+    *, project: Project, record_type: RecordKind, record_id: str, reason: str
+) -> list[dict[str, str]]:
+    """Removes a fact's, episode's or entity's content (a fact that still holds is retracted
+    first) and appends an ``erased`` entry to the change log that keeps the hash the record
+    had, with the reason: integrity still verifies and lists the erasure. Answers the erased
+    items as receipts name them: ``[{"kind", "id", "sha256"}]`` (the hash before erasure)."""
+    if record_type not in _ERASERS:
+        raise validation_error("record_type", "must be fact, episode or entity")
+    note = reason.strip()
+    if not note:
+        raise validation_error("reason", "must not be empty: say why the content is erased")
+    kind = RecordType(record_type)
+    with graph_write(project) as write:
+        before, after = _ERASERS[record_type](write, record_id)
+        write.append(ChangeAction.ERASED, kind, record_id, after, erased_sha256=before, note=note)
+    return [{"kind": record_type, "id": record_id, "sha256": before}]

@@ -167,6 +167,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # Request and response shapes are pydantic models, whose JSON Schema needs OpenAPI 3.1.
     "OAS_VERSION": "3.1.0",
+    # Enums stay inline, as the models declare them (no shared components guessed by name).
+    "POSTPROCESSING_HOOKS": [],
 }
 
 # Product settings.
@@ -192,6 +194,12 @@ MEMORY_RELATIONAL_PREDICATES = env_list(
     "MEMORY_RELATIONAL_PREDICATES",
     ["depends_on", "calls", "owns", "uses", "imports", "reads", "writes", "publishes_to"],
 )
+
+# The audit trail: how long injection records are kept (a system check refuses fewer than 183
+# days) and the key checkpoints are signed with (read from the environment only, never the
+# database; audit_checkpoint refuses to sign without it).
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 183)
+AUDIT_CHECKPOINT_KEY = env.str("AUDIT_CHECKPOINT_KEY", default="")
 
 LOGGING = {
     "version": 1,

@@ -1,4 +1,5 @@
-"""Admin lists of traces and saved session summaries (read-only: they are written by services)."""
+"""Admin lists of traces and saved session summaries: read-only, written by the services and
+never deleted here (receipts point to them; content is removed only by erasure)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ from memoryproject.admin import ServiceRowsAdmin
 from sessions_app.models import SessionSummary, Trace
 
 
-class _ReadOnly(ServiceRowsAdmin):
-    allow_delete = True
-
-
 @admin.register(Trace)
-class TraceAdmin(_ReadOnly):
+class TraceAdmin(ServiceRowsAdmin):
     list_display = [
         "trace_id",
         "created_at",
@@ -32,7 +29,7 @@ class TraceAdmin(_ReadOnly):
 
 
 @admin.register(SessionSummary)
-class SessionSummaryAdmin(_ReadOnly):
+class SessionSummaryAdmin(ServiceRowsAdmin):
     list_display = ["created_at", "project", "decision", "trust_score", "risk", "tokens"]
     list_filter = ["decision", "project"]
     search_fields = ["summary"]

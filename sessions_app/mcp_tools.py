@@ -11,7 +11,7 @@ from django.conf import settings
 from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
-from graph_app.compiler import context_compile
+from graph_app.mcp_tools.compile import prompt_with_memory
 from memoryproject.contracts import Caller
 from memoryproject.mcp import (
     WRITE,
@@ -159,11 +159,13 @@ def _resume_message(server: MemoryServer, project: str | None) -> str:
         return "\n\n".join(parts)
     parts.append("Your last saved session (verified):\n" + render_load(loaded))
     query = (loaded.summary or render_load(loaded))[:RESUME_QUERY_CHARS]
-    compiled = context_compile(project=target, query=query, max_tokens=RESUME_TOKENS)
-    if compiled["items"]:
-        parts.append("Durable memory relevant to it:\n" + str(compiled["markdown"]))
-    parts.append("Confirm the active task, then continue. Call save_session when you stop.")
-    return "\n\n".join(parts)
+
+    def frame(markdown: str) -> str:
+        memory = ["Durable memory relevant to it:\n" + markdown] if markdown else []
+        ending = "Confirm the active task, then continue. Call save_session when you stop."
+        return "\n\n".join([*parts, *memory, ending])
+
+    return prompt_with_memory(server, query, frame, project=target.slug, max_tokens=RESUME_TOKENS)
 
 
 def _register_resume(server: MemoryServer) -> None:

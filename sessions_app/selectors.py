@@ -12,10 +12,21 @@ from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
 from sessions_app.contracts import TraceOut
 from sessions_app.domain.context import TraceView
+from sessions_app.domain.records import content_sha256, summary_canonical, trace_canonical
 from sessions_app.models import SessionSummary, Trace
 
-# Only what context extraction reads: keeps the hot /v1/plan query narrow.
-_PLAN_COLUMNS = ("trace_id", "model", "trust_score", "risk", "metadata")
+# What context extraction reads, and what the receipt's content hash of each trace covers.
+_PLAN_COLUMNS = (
+    "trace_id",
+    "created_at",
+    "model",
+    "policy",
+    "decision",
+    "trust_score",
+    "risk",
+    "status_code",
+    "metadata",
+)
 
 
 def trace_list(*, project_ids: list[int]) -> QuerySet[Trace]:
@@ -42,18 +53,50 @@ def traces_recent(*, project: Project, n: int) -> list[TraceView]:
     rows = (
         Trace.objects.filter(project=project)
         .order_by("-created_at", "-id")
-        .values_list(*_PLAN_COLUMNS)[:n]
+        .values(*_PLAN_COLUMNS)[:n]
     )
-    return [
-        TraceView(
-            trace_id=str(trace_id),
-            model=model,
-            trust_score=trust,
-            risk=risk,
-            metadata=metadata if isinstance(metadata, dict) else {},
+    views = []
+    for row in rows:
+        metadata = row["metadata"] if isinstance(row["metadata"], dict) else {}
+        views.append(
+            TraceView(
+                trace_id=str(row["trace_id"]),
+                model=row["model"],
+                trust_score=row["trust_score"],
+                risk=row["risk"],
+                metadata=metadata,
+                sha256=_trace_sha256(row, project.slug),
+            )
         )
-        for trace_id, model, trust, risk, metadata in rows
-    ]
+    return views
+
+
+def _trace_sha256(row: dict[str, Any], project_slug: str) -> str:
+    fields = {name: row[name] for name in _PLAN_COLUMNS}
+    fields["trace_id"] = str(fields["trace_id"])
+    return content_sha256(trace_canonical(project=project_slug, **fields))
+
+
+def trace_sha256(trace: Trace) -> str:
+    """The content hash a receipt records for ``trace`` (to tell whether it changed since)."""
+    row = {name: getattr(trace, name) for name in _PLAN_COLUMNS}
+    return _trace_sha256(row, trace.project.slug)
+
+
+def summary_sha256(summary: SessionSummary) -> str:
+    """The content hash a receipt records for a loaded summary."""
+    return content_sha256(
+        summary_canonical(
+            trace_id=str(summary.trace.trace_id),
+            project=summary.project.slug,
+            summary=summary.summary,
+            tokens=summary.tokens,
+            trust_score=summary.trust_score,
+            risk=summary.risk,
+            decision=summary.decision,
+            created_at=summary.created_at,
+        )
+    )
 
 
 def trace_view(trace: Trace) -> TraceOut:

@@ -46,6 +46,7 @@ from sessions_app.models import SESSION_SAVE_POLICY, SessionSummary, Trace
 from sessions_app.selectors import (
     session_summary_latest,
     summary_fields,
+    summary_sha256,
     trace_view,
     traces_recent,
 )
@@ -179,6 +180,8 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
             system_prompt=system_prompt,
             generated_at=generated_at,
             source="plan",
+            request=params.model_dump(mode="json"),
+            items=[{"kind": "trace", "id": t.trace_id, "sha256": t.sha256} for t in traces],
         )
     return PlanResult(
         status=status,  # type: ignore[arg-type]
@@ -329,6 +332,14 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
             system_prompt=block,
             generated_at=generated_at,
             source="load",
+            request={"threshold": threshold, "max_age_days": max_age_days},
+            items=[
+                {
+                    "kind": "summary",
+                    "id": str(summary.trace.trace_id),
+                    "sha256": summary_sha256(summary),
+                }
+            ],
         )
     return LoadResult(
         found=True,

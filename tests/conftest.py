@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from django.db import connection
+from django.db.backends.base.operations import BaseDatabaseOperations
 from rest_framework.test import APIClient
 
 from memoryproject.models import Project, ProjectAPIKey
 from memoryproject.services import api_key_create
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_opens_the_audit_gate() -> Iterator[None]:
+    """Transactional tests end with a flush (DELETE on SQLite, TRUNCATE on PostgreSQL) that the
+    injection log's append-only triggers refuse: the suite's flush opens their maintenance
+    gate, inside the flush's own transaction."""
+    from audit_app.models import audit_maintenance
+
+    flush = BaseDatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self: BaseDatabaseOperations, sql_list: list[str]) -> None:
+        with audit_maintenance(self.connection.alias):
+            flush(self, sql_list)
+
+    BaseDatabaseOperations.execute_sql_flush = execute_sql_flush  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BaseDatabaseOperations.execute_sql_flush = flush  # type: ignore[method-assign]
 
 
 @pytest.fixture

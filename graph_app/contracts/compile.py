@@ -18,13 +18,14 @@ from memoryproject.contracts import (
 )
 
 TIMESTAMP_FORMAT = "ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z."
+QUERY_MAX_CHARS = 4_000
 
 
 class CompileInput(Input):
     query: Annotated[
         RequiredText,
         Field(
-            max_length=4000,
+            max_length=QUERY_MAX_CHARS,
             description="The task or question the agent is about to work on, in words and "
             "identifiers.",
         ),
@@ -78,6 +79,10 @@ class CompiledItem(Output):
     tokens: int = Field(description="Tokens the source's line takes in the markdown.")
     citation: str
     truncated: bool = Field(description="Shown as a preview, cut to fit the budget.")
+    sha256: str = Field(
+        description="Content hash of the source as delivered (a fact's as then known): the "
+        "receipt records it, so an auditor can tell whether the source changed since."
+    )
     open_finding: int | None = Field(
         None,
         description="A fact that an open contradiction finding names: its id. The line shows "
@@ -100,3 +105,8 @@ class CompileResult(Output):
     items: list[CompiledItem]
     citations: list[str]
     suppressed_stale: int = Field(description="Superseded or retracted facts left out.")
+    injection_id: int | None = Field(
+        None, description="The receipt of this delivery in the injection log (REST and MCP)."
+    )
+
+    omit_when_none = frozenset({"injection_id"})

@@ -48,6 +48,7 @@ NAME_MAX = 200
 ALIASES_MAX = 50
 MAX_HOPS = 5
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 TIMESTAMP = "ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z."
 
 #: The episode categories (graph_app.models.EpisodeCategory stores the same values).
@@ -101,6 +102,12 @@ def _plain_json(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _sha256(value: str) -> str:
+    if not SHA256_RE.match(value):
+        raise rule_error("must be a SHA-256: 64 hexadecimal digits")
+    return value.lower()
+
+
 def _text_bool(value: object) -> object:
     return parse_bool(value) if isinstance(value, str) else value
 
@@ -131,6 +138,13 @@ Name = Annotated[str, _trimmed(NAME_MAX), _NO_NUL]
 Alias = Annotated[str, _trimmed(ENTITY_ID_MAX), _NO_NUL]
 Aliases = Annotated[list[Alias], Field(max_length=ALIASES_MAX), AfterValidator(_unique)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+#: A hex SHA-256, read in lower case.
+Sha256 = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True),
+    AfterValidator(_sha256),
+    Field(json_schema_extra={"pattern": SHA256_RE.pattern}),
+]
 #: A boolean that may come as query-string text, read by the one text rule (parse_bool).
 TextBool = Annotated[bool, BeforeValidator(_text_bool)]
 #: An optional timestamp ("" is the same as none).
@@ -283,7 +297,28 @@ class TimeTravelInput(Input):
 
 
 class IntegrityInput(Input):
-    """No arguments: the whole project is verified."""
+    """The whole project is verified; give a checkpoint's (size, head) of the project's change
+    log to prove that the log still extends it."""
+
+    checkpoint_size: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            description="Size of the project's graph change log at a checkpoint (with "
+            "checkpoint_head): entries up to it must be unchanged.",
+        ),
+    ] = None
+    checkpoint_head: Annotated[
+        Sha256 | None,
+        Field(description="Hash of the change log's entry at checkpoint_size (hex SHA-256)."),
+    ] = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> IntegrityInput:
+        if (self.checkpoint_size is None) != (self.checkpoint_head is None):
+            missing = "checkpoint_head" if self.checkpoint_head is None else "checkpoint_size"
+            raise validation_error(missing, "is required with the other checkpoint field")
+        return self
 
 
 class FactGetInput(Input):
@@ -428,6 +463,40 @@ class Mismatch(Output):
     computed: str
 
 
+class IntegrityProblem(Output):
+    # Text rather than an enum: the schema already names a "kind" enum (Mismatch's).
+    kind: str = Field(
+        description="mismatch: content no longer matches the row's stored hash; rewritten: "
+        "differs from its last sealed change though its own hash agrees; index: an episode's "
+        "file rows or entity links differ from what it recorded; revision: its revision stamp "
+        "contradicts the log; deleted / inserted / duplicated: a record gone, never sealed, or "
+        "a copy under a new id; chain / head / checkpoint: the change log itself is broken."
+    )
+    record_type: Literal["fact", "episode", "entity", "change"]
+    id: str = Field(description="The record's id, or the change log entry's seq.")
+    reason: str
+
+
+class ChainState(Output):
+    size: int = Field(description="Entries in the project's graph change log.")
+    head: str = Field(description="Hash of the last entry (the genesis hash when empty).")
+
+
+class CheckpointCheck(Output):
+    size: int
+    head: str
+    consistent: bool = Field(description="The checkpointed head is still the entry at size.")
+
+
+class ErasedRecord(Output):
+    record_type: Literal["fact", "episode", "entity"]
+    id: str
+    erased_at: UtcDatetime
+    sha256: str = Field(description="The hash the record had before its content was erased.")
+    reason: str
+    seq: int = Field(description="The change log entry that records the erasure.")
+
+
 class IntegrityResult(Output):
     project: str
     verified: bool
@@ -435,9 +504,14 @@ class IntegrityResult(Output):
     episodes: int
     records: int
     merkle_root: str
-    mismatched_ids: list[str]
+    mismatched_ids: list[str] = Field(description="Every fact, episode or entity named below.")
     mismatches: list[Mismatch]
     checked_at: UtcDatetime
+    entities: int = 0
+    problems: list[IntegrityProblem] = []
+    chain: ChainState = ChainState(size=0, head="0" * 64)
+    checkpoint: CheckpointCheck | None = None
+    erased: list[ErasedRecord] = []
 
 
 class FactCounts(Output):

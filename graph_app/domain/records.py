@@ -1,24 +1,33 @@
-"""Canonical forms of facts and episodes: what their SHA-256 covers.
+"""Canonical forms of facts, episodes, entities and graph changes: what their SHA-256 covers.
 
 Every field that carries meaning is in the form, validity and transaction time included, so a
 change to any of them behind the application's back no longer matches the stored hash. The
-change-tracking ``revision`` is bookkeeping and deliberately left out.
+change-tracking ``revision`` is bookkeeping and deliberately left out of the records' forms; the
+change log (``change_canonical``) records it with each change. An episode's file rows and entity
+links index the ``files_touched`` and ``entities_mentioned`` its form holds, so verification
+requires them to be exactly those. Writers, verifiers and the benchmark's bulk loader all build
+their hashes through these functions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from graph_app.domain.hashing import record_sha256
+from graph_app.domain.hashing import record_sha256 as record_sha256_of
+from graph_app.domain.hashing import sha256_hex
 
 
 def iso_utc(value: datetime | None) -> str | None:
     if value is None:
         return None
-    # Fixed width (always microseconds) so equal instants always serialise identically.
-    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    # Fixed width (always microseconds) so equal instants always serialise identically; a UTC
+    # time's ISO form always ends in "+00:00".
+    return value.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def fact_canonical(
@@ -106,4 +115,115 @@ def episode_canonical(
 
 
 def sha256_of(canonical: Mapping[str, Any]) -> str:
-    return record_sha256(dict(canonical))
+    return record_sha256_of(dict(canonical))
+
+
+def entity_canonical(
+    *,
+    id: str,
+    project: str,
+    kind: str,
+    name: str,
+    aliases: Sequence[str],
+    created_at: datetime,
+) -> dict[str, Any]:
+    """An entity as the change log seals it (its id is its slug)."""
+    return {
+        "type": "entity",
+        "id": id,
+        "project": project,
+        "kind": kind,
+        "name": name,
+        "aliases": list(aliases),
+        "created_at": iso_utc(created_at),
+    }
+
+
+def change_canonical(
+    *,
+    project: str,
+    seq: int,
+    revision: int,
+    action: str,
+    record_type: str,
+    record_id: str,
+    record_sha256: str,
+    erased_sha256: str,
+    note: str,
+    recorded_at: datetime,
+    prev_hash: str,
+) -> dict[str, Any]:
+    """One entry of a project's graph change log: what changed (the record's hash after the
+    change; for an erasure also the hash it had) and its link to the previous entry."""
+    return {
+        "action": action,
+        "erased_sha256": erased_sha256,
+        "note": note,
+        "prev_hash": prev_hash,
+        "project": project,
+        "record_id": record_id,
+        "record_sha256": record_sha256,
+        "record_type": record_type,
+        "recorded_at": iso_utc(recorded_at),
+        "revision": revision,
+        "seq": seq,
+    }
+
+
+_INT_LIMIT = 2**53 - 1
+
+
+def change_hash(
+    project: str,
+    seq: int,
+    revision: int,
+    action: str,
+    record_type: str,
+    record_id: str,
+    record_sha256: str,
+    erased_sha256: str,
+    note: str,
+    recorded_at: datetime,
+    prev_hash: str,
+) -> str:
+    """The chain hash of a change: SHA-256 of the canonical JSON of ``change_canonical``
+    (positional arguments in the order of a stored entry's columns).
+
+    Verification hashes every entry of a project's log, so plain entries (text fields and
+    integers in range, which every writer produces) take a fast path that lays the JSON out
+    in RFC 8785's key order (sorted; all ASCII) with the C string encoder; anything else goes
+    through the general canonicaliser. A property test holds both byte-identical.
+    """
+    at = iso_utc(recorded_at)
+    plain = (
+        type(revision) is int
+        and type(seq) is int
+        and -_INT_LIMIT <= revision <= _INT_LIMIT
+        and -_INT_LIMIT <= seq <= _INT_LIMIT
+    )
+    if plain and at is not None:
+        e = encode_basestring  # refuses anything but text
+        try:
+            text = (
+                f'{{"action":{e(action)},"erased_sha256":{e(erased_sha256)},"note":{e(note)},'
+                f'"prev_hash":{e(prev_hash)},"project":{e(project)},"record_id":{e(record_id)},'
+                f'"record_sha256":{e(record_sha256)},"record_type":{e(record_type)},'
+                f'"recorded_at":{e(at)},"revision":{revision},"seq":{seq}}}'
+            )
+            return sha256_hex(text.encode("utf-8"))
+        except (TypeError, UnicodeEncodeError):  # not text, or a lone surrogate
+            pass
+    form = change_canonical(
+        project=project,
+        seq=seq,
+        revision=revision,
+        action=action,
+        record_type=record_type,
+        record_id=record_id,
+        record_sha256=record_sha256,
+        erased_sha256=erased_sha256,
+        note=note,
+        recorded_at=recorded_at,
+        prev_hash=prev_hash,
+    )
+    return record_sha256_of(form)

@@ -5,15 +5,18 @@ The tool is built from the same operation as ``POST /v1/graph/compile``
 (``graph_app.operations.CONTEXT_COMPILE``): same arguments, errors and structured answer.
 """
 
+from collections.abc import Callable
 from typing import Annotated
 
+from django.db import transaction
 from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
-from graph_app.compiler import context_compile
-from graph_app.contracts.compile import CompileResult
+from graph_app.compiler import context_compile, delivery_receipt
+from graph_app.contracts.compile import QUERY_MAX_CHARS, CompileInput, CompileResult
 from graph_app.operations import CONTEXT_COMPILE
-from memoryproject.mcp import READ, MemoryServer, add_tool, prompt_render
+from memoryproject.contracts import Caller
+from memoryproject.mcp import WRITE, MemoryServer, add_tool, current_client, prompt_render
 
 # The prompts' budget: a briefing is read by the agent before it starts, so it may be longer
 # than the default bundle.
@@ -23,9 +26,11 @@ COMPILE_DESCRIPTION = """\
 Compile the memory most relevant to `query` into a markdown bundle that fits max_tokens:
 active facts and episodes ranked by BM25 with code-aware tokens, plus what they depend on
 (2-hop graph activation). Every line cites its source ([FACT:id], [ADR:id], ...). Use before
-starting a task, with the task description as query. Read-only. Superseded or retracted facts
-never appear unless include_superseded; as_of / known_at replay the context an agent would
-have received at that time. Limits: max_tokens 64..32000; the bundle never exceeds it."""
+starting a task, with the task description as query. Superseded or retracted facts never
+appear unless include_superseded; as_of / known_at replay the context an agent would have
+received at that time. Effects: reads memory and writes one receipt of the delivery to the
+injection log (what was asked, each source's hash, the bundle's hash): injection_id names it.
+Limits: max_tokens 64..32000; the bundle never exceeds it."""
 
 
 def render_compile(data: CompileResult) -> str:
@@ -40,19 +45,38 @@ def register(server: MemoryServer) -> None:
         CONTEXT_COMPILE,
         title="Compile relevant memory",
         description=COMPILE_DESCRIPTION,
-        annotations=READ,
+        annotations=WRITE,
         render=render_compile,
     )
     _register_briefing(server)
     _register_bug_context(server)
 
 
-def _compiled_markdown(server: MemoryServer, query: str) -> str:
-    """The default project's compiled memory for ``query`` ("" when nothing matched)."""
-    compiled: CompileResult = context_compile(
-        project=server.project_for(None, "read"), query=query, max_tokens=BRIEFING_TOKENS
-    )
-    return compiled.markdown
+def prompt_with_memory(
+    server: MemoryServer,
+    query: str,
+    frame: Callable[[str], str],
+    *,
+    project: str | None = None,
+    max_tokens: int = BRIEFING_TOKENS,
+) -> str:
+    """The text of a prompt built by ``frame`` around the memory compiled for ``query`` ("" when
+    nothing matched), receipted like any delivery (source "prompt", the exact text's hash)."""
+    target = server.project_for(project, "read")
+    params = CompileInput.parse({"query": query[:QUERY_MAX_CHARS], "max_tokens": max_tokens})
+    with transaction.atomic():
+        compiled = context_compile(project=target, params=params)
+        text = frame(compiled.markdown if compiled.items else "")
+        caller = Caller(channel="mcp", client=current_client())
+        delivery_receipt(
+            project=target,
+            caller=caller,
+            params=params,
+            result=compiled,
+            text=text,
+            source="prompt",
+        )
+    return text
 
 
 def _register_briefing(server: MemoryServer) -> None:
@@ -69,16 +93,17 @@ def _register_briefing(server: MemoryServer) -> None:
             str, Field(description="Component, module or entity id, e.g. auth_service.")
         ],
     ) -> list[UserMessage]:
-        def assemble() -> str:
-            markdown = _compiled_markdown(
-                server, f"{component} architecture decision design invariant depends_on uses"
-            )
+        def frame(markdown: str) -> str:
             return (
                 f"Brief me on the architecture of `{component}`: what it is, what it depends on, "
                 "the decisions that shaped it and the invariants it must keep. Use only the "
                 "memory below, cite the [ids], and say what is missing.\n\n"
                 + (markdown or f"(memory holds nothing about {component} yet)")
             )
+
+        def assemble() -> str:
+            query = f"{component} architecture decision design invariant depends_on uses"
+            return prompt_with_memory(server, query, frame)
 
         return [UserMessage(prompt_render("architecture-briefing", assemble))]
 
@@ -95,13 +120,15 @@ def _register_bug_context(server: MemoryServer) -> None:
     def bug_investigation_context(
         symptom: Annotated[str, Field(description="The observed symptom or error message.")],
     ) -> list[UserMessage]:
-        def assemble() -> str:
-            markdown = _compiled_markdown(server, f"{symptom} bug root cause incident invariant")
+        def frame(markdown: str) -> str:
             return (
                 f"Investigate this symptom: {symptom}\n\nBefore changing code, check the "
                 "memory below for earlier root causes, incidents and invariants of the "
                 "components involved; cite the [ids] you rely on.\n\n"
                 + (markdown or "(memory holds nothing related yet)")
             )
+
+        def assemble() -> str:
+            return prompt_with_memory(server, f"{symptom} bug root cause incident invariant", frame)
 
         return [UserMessage(prompt_render("bug-investigation-context", assemble))]

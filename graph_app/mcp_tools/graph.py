@@ -113,6 +113,11 @@ def render_integrity(data: IntegrityResult) -> str:
     lines += [
         f"- {m.kind} {m.id}: stored {m.stored}, computed {m.computed}" for m in data.mismatches
     ]
+    lines += [f"- {p.kind} {p.record_type} {p.id}: {p.reason}" for p in data.problems]
+    lines += [
+        f"- erased {e.record_type} {e.id} ({e['erased_at']}, was sha256 {e.sha256}): {e.reason}"
+        for e in data.erased
+    ]
     return "\n".join(lines)
 
 
@@ -182,10 +187,13 @@ validity starts earlier. Use to answer "what did we believe on date D" or to aud
 decision. Read-only."""
 
 VERIFY_DESCRIPTION = """\
-Recompute the SHA-256 of every fact and episode of the project from its canonical JSON and
-the Merkle root over them, and name every record whose stored hash no longer matches (a row
-changed behind the application's back). Use before trusting memory for an audit. Read-only;
-cost grows with the size of the project."""
+Recompute the SHA-256 of every fact and episode of the project from its canonical JSON and the
+Merkle root over them, replay the project's hash-chained change log and compare the graph with
+it as a set: names every record deleted, inserted or duplicated behind the application's back,
+rewritten (even with its own hash recomputed), or whose files and entity links changed, and
+any break in the log itself. Give checkpoint_size and checkpoint_head (from a signed
+checkpoint) to prove the log still extends it. Lists erased records with their last hashes.
+Use before trusting memory for an audit. Read-only; cost grows with the size of the project."""
 
 
 #: The graph's tools: (operation, title, description, annotations, render).

@@ -3,11 +3,15 @@
 Every graph write bumps it inside its transaction and stamps the rows it touches with the new
 value, so a cache holding revision N only needs the rows with ``revision > N``. Locking this row
 also serialises the graph writers of one project, which is what keeps supersession chains linear.
+The row also holds the head of the project's change log (its size and last hash), which
+integrity verification compares the log with.
 """
 
 from __future__ import annotations
 
 from django.db import models
+
+from graph_app.models.changes import GENESIS_HASH
 
 
 class GraphRevision(models.Model):
@@ -15,6 +19,8 @@ class GraphRevision(models.Model):
         "memoryproject.Project", on_delete=models.CASCADE, related_name="graph_revision"
     )
     revision = models.BigIntegerField(default=0)
+    changes = models.PositiveBigIntegerField(default=0)
+    head_hash = models.CharField(max_length=64, default=GENESIS_HASH)
 
     def __str__(self) -> str:
         return f"{self.project_id}@{self.revision}"

@@ -29,6 +29,8 @@ class TraceView:
     trust_score: float
     risk: float
     metadata: Mapping[str, Any]
+    # The content hash the plan's receipt records for this trace.
+    sha256: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from django.test import RequestFactory
 
 from audit_app.admin import InjectionRecordAdmin
 from audit_app.domain.chain import record_hash
-from audit_app.models import GENESIS_HASH, InjectionRecord
+from audit_app.models import GENESIS_HASH, DeliveredText, InjectionRecord, audit_maintenance
 from audit_app.selectors import injection_log_verify
 from audit_app.services import injection_log_append, record_payload
 from memoryproject.errors import ApplicationError
@@ -48,14 +48,20 @@ def test_records_chain_by_seq_and_previous_hash(default_project):
 
 
 def test_an_intact_log_verifies(default_project):
-    for _ in range(3):
-        append(default_project)
-    assert injection_log_verify() == {"ok": True, "checked": 3, "first_broken": None}
+    records = [append(default_project) for _ in range(3)]
+    result = injection_log_verify()
+    assert (result["ok"], result["checked"], result["first_broken"]) == (True, 3, None)
+    assert result["head"] == {"seq": 3, "hash": records[-1].record_hash}
+    assert result["anchor"]["kind"] == "genesis"
+
+
+# Tampering on purpose: the maintenance gate lets the edits through the append-only triggers.
 
 
 def test_an_edited_record_is_named_as_the_first_break(default_project):
     records = [append(default_project) for _ in range(3)]
-    InjectionRecord.objects.filter(pk=records[1].pk).update(trust_score=0.99)
+    with audit_maintenance():
+        InjectionRecord.objects.filter(pk=records[1].pk).update(trust_score=0.99)
     result = injection_log_verify()
     assert result["ok"] is False
     assert result["first_broken"]["seq"] == 2
@@ -64,7 +70,8 @@ def test_an_edited_record_is_named_as_the_first_break(default_project):
 
 def test_an_edited_prompt_is_detected(default_project):
     record = append(default_project)
-    InjectionRecord.objects.filter(pk=record.pk).update(system_prompt="something else")
+    with audit_maintenance():
+        DeliveredText.objects.filter(sha256=record.prompt_sha256).update(text="something else")
     assert injection_log_verify()["first_broken"]["reason"] == (
         "system_prompt does not match prompt_sha256"
     )
@@ -72,9 +79,11 @@ def test_an_edited_prompt_is_detected(default_project):
 
 def test_a_deleted_record_is_detected(default_project):
     records = [append(default_project) for _ in range(3)]
-    InjectionRecord.objects.filter(pk=records[1].pk).delete()
+    with audit_maintenance():
+        InjectionRecord.objects.filter(pk=records[1].pk).delete()
     result = injection_log_verify()
     assert result["first_broken"]["seq"] == 3
+    assert result["first_broken"]["kind"] == "gap"
     assert "missing" in result["first_broken"]["reason"]
 
 

@@ -80,3 +80,36 @@ def test_agents_read_a_cited_episode_and_fact_over_mcp(mcp):
     assert "HS256 secrets were shared" in text_of(by_citation)
     assert structured(cited_fact)["id"] == fact_id
     assert missing.is_error and "no episode" in text_of(missing)
+
+
+def test_compiled_memory_delivered_over_mcp_is_receipted(mcp):
+    import hashlib
+
+    from audit_app.models import InjectionRecord
+
+    async def scenario(session):
+        await session.call_tool(
+            "memory_upsert_fact",
+            {
+                "subject_id": "auth_service",
+                "predicate": "token_format",
+                "object_value": "PASETO_v4_public",
+            },
+        )
+        compiled = await session.call_tool(
+            "memory_compile_context", {"query": "auth_service token format"}
+        )
+        prompt = await session.get_prompt("architecture-briefing", {"component": "auth_service"})
+        return compiled, prompt
+
+    compiled, prompt = mcp(scenario)
+    body = structured(compiled)
+    record = InjectionRecord.objects.get(pk=body["injection_id"])
+    assert (record.source, record.channel) == ("compile", "mcp")
+    assert record.prompt_sha256 == hashlib.sha256(body["markdown"].encode()).hexdigest()
+    assert [i["id"] for i in record.items] == [i["id"] for i in body["items"]]
+    text = prompt.messages[0].content.text
+    briefing = InjectionRecord.objects.get(source="prompt")
+    assert briefing.channel == "mcp" and briefing.request["query"].startswith("auth_service")
+    assert briefing.prompt_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert briefing.system_prompt == text

@@ -1,35 +1,94 @@
-"""Recomputes the injection log's hash chain and names the first record that breaks it.
+"""Verifies the injection log: every record's hash in seq order from the chain's anchor, held
+to the head and to checkpoints (``--checkpoint FILE``, and the latest stored one); names the
+first record that breaks it.
 
-Exit status 1 when the chain is broken, so cron and monitoring notice.
+Exit status 1 when the chain is broken or a checkpoint is refused, so cron and monitoring
+notice. A readable table by default, one JSON object with --json.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit_app.contracts import ChainVerification
 from audit_app.selectors import injection_log_verify
+from memoryproject.errors import ApplicationError
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    """Label/value rows, labels aligned (the audit commands' readable output)."""
+    width = max((len(label) for label, _ in rows), default=0)
+    return "".join(f"  {label:<{width}}  {value}\n" for label, value in rows)
+
+
+def refuse(command: BaseCommand, message: str, *, as_json: bool) -> NoReturn:
+    """Says why an audit command refused (one JSON object with --json) and exits 1."""
+    if as_json:
+        command.stdout.write(json.dumps({"ok": False, "error": message}))
+    else:
+        name = type(command).__module__.rsplit(".", 1)[-1]  # the command's own name
+        command.stderr.write(f"{name}: {message}")
+    raise SystemExit(1)
 
 
 class Command(BaseCommand):
-    help = "Verify the injection log's hash chain (table by default, one JSON object with --json)."
+    help = (
+        "Verify the injection log's hash chain against its head and checkpoints (table by "
+        "default, one JSON object with --json); exit 1 when it does not verify."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--checkpoint",
+            metavar="FILE",
+            help="a checkpoint file (audit_checkpoint --out): the log must still hold its head",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        result = injection_log_verify()
-        broken = result.first_broken
+        try:
+            result = injection_log_verify(checkpoint=options["checkpoint"])
+        except ApplicationError as exc:
+            refuse(self, exc.message, as_json=options["json"])
         if options["json"]:
             self.stdout.write(json.dumps(result.as_json()))
-        elif broken is None:
-            self.stdout.write(f"injection log intact: {result.checked} records verified\n")
         else:
-            self.stdout.write(
-                f"injection log BROKEN at seq {broken.seq} (id {broken.id}): "
-                f"{broken.reason}\n{result.checked} records before it verified\n"
-            )
+            self.stdout.write(self._render(result), ending="")
         if not result.ok:
             raise SystemExit(1)
+
+    def _render(self, result: ChainVerification) -> str:
+        broken = result.first_broken
+        if broken is not None:
+            named = f"id {broken.id}" if broken.id is not None else "missing"
+            title = f"injection log BROKEN at seq {broken.seq} ({named}): {broken.reason}\n"
+        elif result.ok:
+            title = f"injection log intact: {result.checked} records verified\n"
+        else:
+            title = "injection log NOT VERIFIED: a checkpoint is refused\n"
+        rows = []
+        if broken is not None:
+            rows += [("kind", broken.kind), ("verified", f"{result.checked} records before it")]
+        if result.anchor is not None:
+            anchor = result.anchor
+            where = "genesis" if anchor.kind == "genesis" else f"purge event seq {anchor.event_seq}"
+            rows.append(("anchor", f"{where}: seq {anchor.seq} {anchor.hash[:16]}"))
+        if result.head is not None:
+            rows.append(("head", f"seq {result.head.seq} {result.head.hash[:16]}"))
+        else:
+            rows.append(("head", "none"))
+        for check in result.checkpoints:
+            name = "file" if check.source == "file" else f"#{check.id}"
+            state = "ok" if check.consistent else "FAILED"
+            rows.append(
+                (
+                    "checkpoint",
+                    f"{name} {check['created_at']} seq {check.seq} {check.hash[:16]} "
+                    f"{state}: {check.reason}",
+                )
+            )
+        rows += [("warning", warning) for warning in result.warnings]
+        return title + table(rows)

@@ -5,9 +5,10 @@ libraries as entities; facts with supersession chains and dependency edges; ADRs
 causes, invariants, notes, migrations and incidents as episodes) into a temporary project of
 the configured database, measures the operations, then deletes the project.
 
-The corpus is bulk-loaded (rows carry correctly computed sha256 and revisions, so integrity
-verification and the compiler's change feed see a consistent graph); the write operations are
-measured through the real services on a sample on top of it.
+The corpus is bulk-loaded in one graph write (rows carry correctly computed sha256 and
+revisions, and the change log seals each of them through the same canonical builders, so
+integrity verification and the compiler's change feed see a consistent graph); the write
+operations are measured through the real services on a sample on top of it.
 
     manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N]
 """
@@ -29,13 +30,22 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
-from audit_app.models import AuditRun, ContradictionFinding
+from audit_app.models import AuditRun, ContradictionFinding, audit_maintenance
 from audit_app.services import contradictions_audit
 from graph_app.compiler import compiler_cache_forget, context_compile
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
-from graph_app.models import Entity, Episode, EpisodeCategory, EpisodeFile, TemporalFact
-from graph_app.selectors import entity_query, integrity_verify
-from graph_app.services import episode_record, fact_upsert, graph_revision_bump
+from graph_app.models import (
+    ChangeAction,
+    Entity,
+    Episode,
+    EpisodeCategory,
+    EpisodeFile,
+    GraphChange,
+    RecordType,
+    TemporalFact,
+)
+from graph_app.selectors import entity_query, entity_sha256, integrity_verify
+from graph_app.services import GraphWrite, episode_record, fact_upsert, graph_write
 from memoryproject.contracts import Caller
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens
@@ -155,34 +165,33 @@ class _Corpus:
         return names
 
     def load(self, show: Show) -> None:
-        with transaction.atomic():
-            revision = graph_revision_bump(self.project)
-            ids = self._entities_load()
-            self._episodes_load(ids, revision, show)
+        with graph_write(self.project) as write:
+            ids = self._entities_load(write)
+            self._episodes_load(ids, write, show)
             chains = self._chain_plans()
             edges = self._edge_plans(self.scale.facts - len(chains))
-            self._facts_load(ids, chains + edges, revision, show)
+            self._facts_load(ids, chains + edges, write, show)
 
-    def _entities_load(self) -> dict[str, int]:
+    def _entities_load(self, write: GraphWrite) -> dict[str, int]:
         """Creates the entities; answers their primary keys by slug."""
-        now = datetime.now(UTC)
         kinds = {f"{a}_{k}": kind for a in AREAS for k, kind in KINDS}
         self.entities = self._entity_names()
-        Entity.objects.bulk_create(
-            [
-                Entity(
-                    project=self.project,
-                    slug=n,
-                    kind=kinds.get(n.rsplit("_", 1)[0], "module")
-                    if n[-1].isdigit()
-                    else kinds.get(n, "module"),
-                    name=n,
-                    created_at=now,
-                )
-                for n in self.entities
-            ],
-            batch_size=2000,
-        )
+        entities = [
+            Entity(
+                project=self.project,
+                slug=n,
+                kind=kinds.get(n.rsplit("_", 1)[0], "module")
+                if n[-1].isdigit()
+                else kinds.get(n, "module"),
+                name=n,
+                created_at=write.now,
+            )
+            for n in self.entities
+        ]
+        Entity.objects.bulk_create(entities, batch_size=2000)
+        for entity in entities:
+            sha256 = entity_sha256(entity, self.project)
+            write.append(ChangeAction.CREATED, RecordType.ENTITY, entity.slug, sha256)
         return dict(Entity.objects.filter(project=self.project).values_list("slug", "id"))
 
     def _episode(self, i: int, revision: int) -> Episode:
@@ -209,10 +218,12 @@ class _Corpus:
         sha256 = sha256_of(episode_canonical(project=self.project.slug, **fields))
         return Episode(project=self.project, revision=revision, sha256=sha256, **fields)
 
-    def _episodes_load(self, ids: dict[str, int], revision: int, show: Show) -> None:
+    def _episodes_load(self, ids: dict[str, int], write: GraphWrite, show: Show) -> None:
         count = self.scale.episodes
-        episodes = [self._episode(i, revision) for i in show(range(count), desc="episodes")]
+        episodes = [self._episode(i, write.revision) for i in show(range(count), desc="episodes")]
         Episode.objects.bulk_create(episodes, batch_size=2000)
+        for episode in episodes:
+            write.append(ChangeAction.RECORDED, RecordType.EPISODE, episode.id, episode.sha256)
         EpisodeFile.objects.bulk_create(
             [EpisodeFile(episode=e, path=e.files_touched[0]) for e in episodes], batch_size=5000
         )
@@ -299,7 +310,7 @@ class _Corpus:
         return plans
 
     def _facts_load(
-        self, ids: dict[str, int], plans: list[dict[str, Any]], revision: int, show: Show
+        self, ids: dict[str, int], plans: list[dict[str, Any]], write: GraphWrite, show: Show
     ) -> None:
         rows = [
             TemporalFact(
@@ -317,13 +328,15 @@ class _Corpus:
                 closed_at=plan["closed_at"],
                 superseded_by_id=plan["superseded_by"],
                 source_episode_id=plan["source_episode"],
-                revision=revision,
+                revision=write.revision,
                 sha256=sha256_of(fact_canonical(project=self.project.slug, confidence=1.0, **plan)),
             )
             for plan in show(plans, desc="facts")
         ]
         # Successors after their predecessors: the superseded_by key is checked at commit.
         TemporalFact.objects.bulk_create(rows, batch_size=2000)
+        for fact in rows:
+            write.append(ChangeAction.ASSERTED, RecordType.FACT, fact.id, fact.sha256)
 
 
 def _project_drop(project: Project) -> None:
@@ -337,6 +350,9 @@ def _project_drop(project: Project) -> None:
         Episode.entities.through.objects.filter(episode__project=project).delete()
         Episode.objects.filter(project=project).delete()
         Entity.objects.filter(project=project).delete()
+        # A scratch project's change log goes with it (the one maintenance the gate is for).
+        with audit_maintenance():
+            GraphChange.objects.filter(project=project).delete()
         project.delete()
 
 

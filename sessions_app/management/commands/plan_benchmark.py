@@ -4,7 +4,8 @@ view in-process (DRF test client, API-key auth included).
 By default it works in a temporary database (migrated from scratch, dropped afterwards), so
 the real traces and the append-only injection log are untouched. ``--in-place`` uses the
 configured database instead, under the project ``bench-plan``: its traces are deleted after the
-run, its injection records stay in the log (channel "benchmark") because the log is append-only.
+run except the ones the plans delivered, and its injection records stay in the log (channel
+"benchmark"): receipts are append-only and the evidence they point to is kept.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
+from audit_app.models import ReceiptSource
 from memoryproject.models import Project, Scope
 from memoryproject.services import api_key_create
 from memoryproject.timeutil import utcnow
@@ -123,6 +125,12 @@ def timed(call: Callable[[], Any], iterations: int, warmup: int) -> tuple[list[f
     return samples, statuses
 
 
+def _traces_drop(project: Project) -> None:
+    """The benchmark's traces, less those a receipt delivered (evidence is never deleted)."""
+    delivered = ReceiptSource.objects.filter(trace__project=project).values("trace_id")
+    Trace.objects.filter(project=project).exclude(pk__in=delivered).delete()
+
+
 class Command(BaseCommand):
     help = "Measure in-process /v1/plan latency (p50/p95) with many stored traces."
 
@@ -162,7 +170,7 @@ class Command(BaseCommand):
         project, _ = Project.objects.get_or_create(
             slug=BENCH_PROJECT, defaults={"name": "benchmark"}
         )
-        Trace.objects.filter(project=project).delete()
+        _traces_drop(project)
         api_key, key = api_key_create(
             name="plan_benchmark", project_slugs=[BENCH_PROJECT], scope=Scope.READ
         )
@@ -200,7 +208,7 @@ class Command(BaseCommand):
                 with override_settings(ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, "testserver"]):
                     rest_ms, rest_status = timed(rest_call, iterations, warmup)
         finally:
-            Trace.objects.filter(project=project).delete()
+            _traces_drop(project)
             api_key.delete()
 
         service = summarise(service_ms)

@@ -1,0 +1,103 @@
+"""What each receipt delivered, one row per source: the index auditors search receipts by
+(trace id, item id), and the reason receipted evidence cannot be deleted.
+
+A receipt's chained record already holds its items (kind, id, content hash). These rows repeat
+them with a foreign key to the source row, ``on_delete=PROTECT``: a trace, saved summary, fact
+or episode that any receipt delivered cannot be deleted through the ORM or the admin. Erasure
+(``audit_app.erasure``) removes such a source's content but keeps its row, so the receipt, its
+hashes and this index stay whole.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import models
+
+
+class ReceiptSource(models.Model):
+    # An index, not evidence: no database constraint to the record, so tampering with the
+    # log is left for verification to find (and name) rather than failing somewhere else.
+    record = models.ForeignKey(
+        "audit_app.InjectionRecord",
+        on_delete=models.PROTECT,
+        related_name="sources",
+        db_constraint=False,
+    )
+    kind = models.CharField(max_length=16)  # trace | summary | fact | episode
+    item_id = models.CharField(max_length=64)
+    sha256 = models.CharField(max_length=64)
+    # By name: this module is imported by audit_app.models, which the graph's models import.
+    trace = models.ForeignKey(
+        "sessions_app.Trace", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    summary = models.ForeignKey(
+        "sessions_app.SessionSummary", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    fact = models.ForeignKey(
+        "graph_app.TemporalFact", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    episode = models.ForeignKey(
+        "graph_app.Episode", null=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        app_label = "audit_app"
+        indexes = [models.Index(fields=["kind", "item_id"], name="receipt_source_item")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.item_id} in receipt #{self.record.seq}"
+
+
+def receipt_sources_add(record: Any, items: Sequence[Mapping[str, str]]) -> None:
+    """Indexes a receipt's delivered items, each linked to its source row when it still
+    exists (call in the receipt's transaction)."""
+    from graph_app.models import Episode, TemporalFact
+    from sessions_app.models import SessionSummary, Trace
+
+    def ids(kind: str) -> list[str]:
+        return [i["id"] for i in items if i["kind"] == kind]
+
+    # One query per kind: the source rows that exist (a receipt may name what is gone).
+    found: dict[str, dict[str, int | str]] = {
+        "trace": {
+            str(t): pk
+            for t, pk in Trace.objects.filter(trace_id__in=_uuids(ids("trace"))).values_list(
+                "trace_id", "pk"
+            )
+        },
+        "summary": {
+            str(t): pk
+            for t, pk in SessionSummary.objects.filter(
+                trace__trace_id__in=_uuids(ids("summary"))
+            ).values_list("trace__trace_id", "pk")
+        },
+        "fact": {
+            pk: pk
+            for pk in TemporalFact.objects.filter(pk__in=ids("fact")).values_list("pk", flat=True)
+        },
+        "episode": {
+            pk: pk
+            for pk in Episode.objects.filter(pk__in=ids("episode")).values_list("pk", flat=True)
+        },
+    }
+    rows = []
+    for item in items:
+        kind, item_id = item["kind"], item["id"]
+        row = ReceiptSource(record=record, kind=kind, item_id=item_id, sha256=item["sha256"])
+        if kind in found:
+            setattr(row, f"{kind}_id", found[kind].get(item_id))
+        rows.append(row)
+    ReceiptSource.objects.bulk_create(rows)
+
+
+def _uuids(values: Sequence[str]) -> list[uuid.UUID]:
+    out = []
+    for value in values:
+        try:
+            out.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    return out

@@ -1,0 +1,101 @@
+"""Erasure: the content is gone from every table and from the compiler, every chain and
+integrity check still verifies, and the certificate lists the erased hashes."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from audit_app.models import InjectionRecord
+from audit_app.selectors import injection_log_verify
+from graph_app import selectors as graph_selectors
+from graph_app import services as graph
+from graph_app.compiler import compiler_cache_clear, context_compile
+from sessions_app import services as sessions
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = "ghp_9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compiler_cache():
+    compiler_cache_clear()
+    yield
+    compiler_cache_clear()
+
+
+def every_table_text() -> str:
+    """Every text and JSON column of every table, as one string (what a database dump shows)."""
+    dump = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(f'SELECT * FROM "{table}"')
+            dump += [repr(row) for row in cursor.fetchall()]
+    return "\n".join(dump)
+
+
+def run_erase(*args):
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("erase", *args, stdout=out, stderr=err)
+        return 0, out.getvalue(), err.getvalue()
+    except SystemExit as exc:
+        return int(exc.code or 0), out.getvalue(), err.getvalue()
+
+
+def test_erasing_a_trace_removes_a_leaked_token_everywhere(default_project):
+    trace = sessions.trace_record(
+        project=default_project,
+        model="m",
+        active_project="billing",
+        last_decision=f"push with token {TOKEN}",
+        current_output="deploy.sh",
+    )
+    plan = sessions.plan_context(project=default_project, mode="force")
+    assert TOKEN in plan["system_prompt"] and TOKEN in every_table_text()
+
+    code, out, _ = run_erase("--trace", trace["trace_id"], "--reason", "leaked token", "--json")
+    assert code == 0
+    certificate = json.loads(out)
+    assert TOKEN not in every_table_text()
+    [erased] = certificate["erased"]
+    assert erased["kind"] == "trace" and len(erased["sha256"]) == 64
+    receipt = InjectionRecord.objects.get(pk=plan["injection_id"])
+    assert certificate["receipts"] == [receipt.seq]
+    assert certificate["texts_erased"] == [receipt.prompt_sha256]
+    assert receipt.system_prompt == ""
+    assert injection_log_verify()["ok"] is True
+    event = InjectionRecord.objects.get(seq=certificate["event_seq"])
+    assert event.source == "erasure"
+
+
+def test_erasing_an_episode_removes_it_from_compiled_bundles(default_project):
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    episode = graph.episode_record(
+        project=default_project,
+        title="Deploy notes",
+        category="session_note",
+        content=f"deploy used key {secret} for the billing bucket",
+        entities_mentioned=["billing"],
+    )
+    before = context_compile(project=default_project, query="deploy billing bucket key")
+    assert secret in before["markdown"]
+    code, text, _ = run_erase(
+        "--episode", episode["id"], "--project", "default", "--reason", "credential"
+    )
+    assert code == 0 and "ERASURE CERTIFICATE" in text and "sha256:" in text
+    after = context_compile(project=default_project, query="deploy billing bucket key")
+    assert secret not in after["markdown"]
+    assert secret not in every_table_text()
+    assert graph_selectors.integrity_verify(project=default_project)["verified"] is True
+    assert injection_log_verify()["ok"] is True
+
+
+def test_erase_needs_a_reason_and_a_known_target(default_project):
+    code, _, err = run_erase("--trace", "00000000-0000-0000-0000-000000000000", "--reason", "x")
+    assert code == 2 and "no trace" in err
+    code, _, err = run_erase("--text-sha", "0" * 64, "--reason", " ")
+    assert code == 2 and "reason" in err

@@ -1,0 +1,109 @@
+"""Every context delivery is receipted in the same transaction as the answer: what was asked,
+every source delivered with its content hash, and the SHA-256 of the exact text."""
+
+import hashlib
+
+import pytest
+from django.db.models import ProtectedError
+
+from audit_app.models import InjectionRecord
+from audit_app.receipt_sources import ReceiptSource
+from graph_app import services as graph
+from graph_app.compiler import compiler_cache_clear
+from sessions_app import services as sessions
+from sessions_app.models import Trace
+from sessions_app.selectors import trace_get, trace_sha256
+from tests.sessions_app.factories import STRUCTURED_SUMMARY
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_compiler_cache():
+    compiler_cache_clear()
+    yield
+    compiler_cache_clear()
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def seed(project):
+    graph.fact_upsert(
+        project=project,
+        subject_id="auth_service",
+        predicate="token_format",
+        object_value="PASETO_v4_public",
+    )
+    graph.episode_record(
+        project=project,
+        title="Move tokens to PASETO",
+        category="adr",
+        external_id="ADR-12",
+        content="auth_service token format moved off shared HS256 secrets.",
+        entities_mentioned=["auth_service"],
+    )
+
+
+def test_a_rest_compile_is_receipted_with_its_sources(api, default_project):
+    seed(default_project)
+    body = {"query": "auth_service token format", "max_tokens": 400}
+    answer = api.post("/v1/graph/compile", body, format="json").json()
+    record = InjectionRecord.objects.get(pk=answer["injection_id"])
+    assert (record.source, record.channel, record.status) == ("compile", "rest", "injected")
+    assert record.client and record.project_id == default_project.pk
+    assert record.request["query"] == body["query"] and record.request["max_tokens"] == 400
+    assert record.items == [
+        {"kind": i["kind"], "id": i["id"], "sha256": i["sha256"]} for i in answer["items"]
+    ]
+    assert record.prompt_sha256 == sha(answer["markdown"])
+    assert record.system_prompt == answer["markdown"]
+    sources = ReceiptSource.objects.filter(record=record)
+    assert {(s.kind, s.item_id) for s in sources} == {(i["kind"], i["id"]) for i in answer["items"]}
+
+
+def test_a_refused_compile_writes_no_receipt(api, default_project):
+    assert api.post("/v1/graph/compile", {"query": " "}, format="json").status_code == 400
+    assert InjectionRecord.objects.count() == 0
+
+
+def test_plan_and_load_receipts_name_their_sources_and_hashes(default_project):
+    trace = sessions.trace_record(
+        project=default_project,
+        model="m",
+        active_project="billing",
+        last_decision="retry webhooks",
+        current_output="billing/webhooks.py",
+    )
+    plan = sessions.plan_context(project=default_project, trust_threshold=0.0)
+    record = InjectionRecord.objects.get(pk=plan["injection_id"])
+    stored = trace_get(trace_id=trace["trace_id"], project_ids=None)
+    assert record.items == [
+        {"kind": "trace", "id": trace["trace_id"], "sha256": trace_sha256(stored)}
+    ]
+    assert record.request == {"n": 5, "trust_threshold": 0.0, "mode": "auto"}
+    saved = sessions.session_save(project=default_project, summary=STRUCTURED_SUMMARY)
+    loaded = sessions.session_load(project=default_project)
+    receipt = InjectionRecord.objects.get(pk=loaded["injection_id"])
+    assert receipt.items[0]["kind"] == "summary" and receipt.items[0]["id"] == saved["trace_id"]
+    assert receipt.prompt_sha256 == sha(loaded["system_prompt"])
+
+
+def test_receipted_evidence_cannot_be_deleted_through_the_orm(default_project):
+    sessions.trace_record(project=default_project, model="m", active_project="x")
+    sessions.plan_context(project=default_project, mode="force")
+    with pytest.raises(ProtectedError):
+        Trace.objects.filter(project=default_project).delete()
+    with pytest.raises(ProtectedError):
+        Trace.objects.get().delete()
+    assert Trace.objects.count() == 1
+
+
+def test_the_admin_offers_no_delete_of_receipted_evidence(admin_client, default_project):
+    sessions.trace_record(project=default_project, model="m", active_project="x")
+    sessions.plan_context(project=default_project, mode="force")
+    trace = Trace.objects.get()
+    url = f"/admin/sessions_app/trace/{trace.pk}/delete/"
+    assert admin_client.post(url, {"post": "yes"}).status_code == 403
+    assert Trace.objects.filter(pk=trace.pk).exists()
