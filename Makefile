@@ -1,11 +1,11 @@
-# The one entry point: make run | test | lint | bench
+# The one entry point: make run | test | lint | bench | demo
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck bench clean
+.PHONY: run test lint typecheck bench demo clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ bench: $(VENV)/.installed
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py memory_benchmark --scale cortex
 	DEBUG=1 $(PY) manage.py plan_benchmark
+
+# A guided tour on a temporary database (dropped afterwards); the configured one is not touched
+demo: $(VENV)/.installed
+	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache

@@ -17,19 +17,32 @@ makes this thread-safe.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import transaction
 
-from audit_app.selectors import open_findings_of_facts
+from audit_app.selectors import checkpoint_key, open_findings_of_facts
 from audit_app.services import injection_log_append
-from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
+from graph_app.contracts.compile import (
+    CompiledItem,
+    CompileInput,
+    CompileResult,
+    InclusionProof,
+    RootSignature,
+    SignedRoot,
+    SourceBundle,
+    SourceItem,
+)
 from graph_app.contracts.graph import FactOut
+from graph_app.domain.hashing import leaf_hash, merkle_root_of_leaf_hashes, sha256_hex
 from graph_app.domain.packing import Packed, PackItem, pack
+from graph_app.domain.proofs import audit_path, record_times, root_sign, tree_levels
 from graph_app.domain.render import (
     best_passage,
     day,
@@ -52,10 +65,11 @@ from graph_app.domain.retrieval import (
 from graph_app.domain.supersession import fact_status
 from graph_app.domain.tokenize import occurrence_terms, tokenize, tokenize_query
 from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
-from graph_app.selectors import facts_visible_at, graph_revision_current
+from graph_app.selectors import facts_visible_at, graph_leaves, graph_revision_current
 from memoryproject.contracts import Caller, takes
+from memoryproject.errors import ConflictError
 from memoryproject.models import Project
-from memoryproject.timeutil import utcnow
+from memoryproject.timeutil import iso, utcnow
 from memoryproject.tokens import count_tokens
 
 TITLE = "# Memory context"
@@ -487,7 +501,7 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
                 open_finding=ranked.conflicts.get(item.id) if item.kind == "fact" else None,
             )
         )
-    return CompileResult(
+    result = CompileResult(
         project=project.slug,
         query=text,
         markdown=packed.markdown,
@@ -500,6 +514,66 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
         items=items,
         citations=[i.citation for i in items],
         suppressed_stale=ranked.ranking.suppressed_stale,
+    )
+    if params.with_proofs:
+        result = result.model_copy(update={"proofs": citation_bundle(project, result)})
+    return result
+
+
+# --- proving ----------------------------------------------------------------------------------
+
+
+def _root_signed(root: SignedRoot) -> SignedRoot:
+    """The root signed like audit checkpoints (HMAC-SHA256, AUDIT_CHECKPOINT_KEY); unsigned, and
+    saying so, when no key is set. A key set but too short is refused, as for checkpoints."""
+    if not getattr(settings, "AUDIT_CHECKPOINT_KEY", ""):
+        return root
+    mac = root_sign(root.as_json(), checkpoint_key())
+    return root.model_copy(update={"signed": True, "signature": RootSignature(hmac=mac)})
+
+
+def citation_bundle(project: Project, result: CompileResult) -> SourceBundle:
+    """The compiled items with their full records and RFC 6962 inclusion proofs against the
+    graph's Merkle root over every record (the root integrity verification computes)."""
+    graph = graph_leaves(project=project)
+    levels = tree_levels([leaf_hash(data) for data in graph.leaves])
+    position = {key: index for index, key in enumerate(graph.keys)}
+    size = len(graph.leaves)
+    items = []
+    for item in result.items:
+        index = position.get((item.kind, item.id))
+        if index is None:
+            raise ConflictError(
+                f"{item.kind} {item.id} left the memory while its proof was made: compile again"
+            )
+        data = graph.leaves[index]
+        record = json.loads(data)
+        items.append(
+            SourceItem(
+                id=item.id,
+                kind=item.kind,
+                citation=item.citation,
+                text=data.decode("utf-8"),
+                sha256=sha256_hex(data),
+                proof=InclusionProof(
+                    leaf_index=index,
+                    tree_size=size,
+                    audit_path=[h.hex() for h in audit_path(levels, index)],
+                ),
+                **record_times(record),
+            )
+        )
+    root = SignedRoot(
+        project=project.slug,
+        revision=graph.revision,
+        tree_size=size,
+        root=merkle_root_of_leaf_hashes(levels[-1]).hex(),
+        time=str(iso(utcnow())),
+        signed=False,
+        signature=None,
+    )
+    return SourceBundle(
+        project=project.slug, query=result.query, root=_root_signed(root), items=items
     )
 
 

@@ -751,6 +751,44 @@ def _row_id(row: Mapping[str, Any]) -> str:
     return str(row["id"] if "id" in row else row["slug"])
 
 
+def _fact_rows(project: Project) -> Iterator[dict[str, Any]]:
+    """The project's facts in Merkle leaf order (by id)."""
+    rows = TemporalFact.objects.filter(project=project).order_by("id")
+    return _rows_read(rows, (*FACT_VALUE_FIELDS, "revision"), FACT_TIMES)
+
+
+def _episode_rows(project: Project) -> list[dict[str, Any]]:
+    """The project's episodes in Merkle leaf order (by id, after every fact)."""
+    rows = Episode.objects.filter(project=project).order_by("id")
+    return list(rows.values(*EPISODE_VALUE_FIELDS, "sha256", "revision"))
+
+
+@dataclass(frozen=True)
+class GraphLeaves:
+    """The leaves of the graph's Merkle tree (the root integrity verification computes): each
+    record's canonical JSON, facts by id then episodes by id, with its (kind, id)."""
+
+    keys: list[tuple[str, str]]
+    leaves: list[bytes]
+    revision: int
+
+
+def graph_leaves(*, project: Project) -> GraphLeaves:
+    """Every record's Merkle leaf, read in one consistent snapshot (for inclusion proofs)."""
+    keys: list[tuple[str, str]] = []
+    leaves: list[bytes] = []
+    with _snapshot():
+        revision = graph_revision_current(project=project)
+        for kind, rows, canonical_of in (
+            ("fact", _fact_rows(project), fact_canonical_of),
+            ("episode", _episode_rows(project), episode_canonical_of),
+        ):
+            for row in rows:
+                keys.append((kind, row["id"]))
+                leaves.append(canonical_json(canonical_of(row, project.slug)))
+    return GraphLeaves(keys=keys, leaves=leaves, revision=revision)
+
+
 @takes(IntegrityInput)
 def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityResult:
     """Verifies the project's graph: every fact's and episode's SHA-256 against its canonical
@@ -769,21 +807,10 @@ def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> Int
     leaves: list[bytes] = []
     mismatches: list[Mismatch] = []
     found: dict[Key, FoundRecord] = {}
-    fact_rows = TemporalFact.objects.filter(project=project).order_by("id")
     facts = _verify(
-        "fact",
-        _rows_read(fact_rows, (*FACT_VALUE_FIELDS, "revision"), FACT_TIMES),
-        fact_canonical_of,
-        project.slug,
-        leaves,
-        mismatches,
-        found,
+        "fact", _fact_rows(project), fact_canonical_of, project.slug, leaves, mismatches, found
     )
-    episode_rows = list(
-        Episode.objects.filter(project=project)
-        .order_by("id")
-        .values(*EPISODE_VALUE_FIELDS, "sha256", "revision")
-    )
+    episode_rows = _episode_rows(project)
     episodes = _verify(
         "episode", episode_rows, episode_canonical_of, project.slug, leaves, mismatches, found
     )

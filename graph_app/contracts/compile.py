@@ -62,6 +62,15 @@ class CompileInput(Input):
             "in suppressed_stale."
         ),
     ] = False
+    with_proofs: Annotated[
+        bool,
+        Field(
+            description="Also answer `proofs`: a citation bundle with each item's full "
+            "record, SHA-256 and RFC 6962 inclusion proof against the graph's (signed) Merkle "
+            "root, which `manage.py verify_sources` checks offline. Reads every record of the "
+            "project, so ask only when the citations must be provable."
+        ),
+    ] = False
 
 
 class CompiledItem(Output):
@@ -92,6 +101,66 @@ class CompiledItem(Output):
     omit_when_none = frozenset({"open_finding"})
 
 
+class InclusionProof(Output):
+    """RFC 6962 inclusion proof of one record in the tree of ``tree_size`` records."""
+
+    leaf_index: int = Field(description="The record's position: facts by id, then episodes.")
+    tree_size: int
+    audit_path: list[str] = Field(
+        description="Sibling hashes (hex) from the leaf up to the root (RFC 6962 §2.1.1)."
+    )
+
+
+class RootSignature(Output):
+    algorithm: Literal["HMAC-SHA256"] = "HMAC-SHA256"
+    key: str = Field(
+        "AUDIT_CHECKPOINT_KEY", description="The setting holding the key (as for checkpoints)."
+    )
+    hmac: str = Field(
+        description="HMAC-SHA256 (hex) of the RFC 8785 JSON of project, revision, tree_size, "
+        "root and time."
+    )
+
+
+class SignedRoot(Output):
+    """The graph's Merkle root when the bundle was made: the one integrity verification
+    computes over every fact and episode."""
+
+    project: str
+    revision: int
+    tree_size: int = Field(description="Records in the tree (facts, then episodes, by id).")
+    root: str = Field(description="RFC 6962 Merkle Tree Hash (hex).")
+    time: str = Field(description="When the root was read (ISO-8601 UTC).")
+    signed: bool = Field(description="False when no AUDIT_CHECKPOINT_KEY is set.")
+    signature: RootSignature | None
+
+
+class SourceItem(Output):
+    """One compiled source with what proves it belonged to the memory at the root."""
+
+    id: str
+    kind: Literal["fact", "episode"]
+    citation: str
+    text: str = Field(
+        description="The record's full canonical content: its RFC 8785 JSON, the Merkle leaf."
+    )
+    valid_from: str | None = Field(description="A fact's; an episode's occurred_at.")
+    valid_until: str | None = Field(description="A fact's end of validity; null for episodes.")
+    recorded_at: str | None
+    sha256: str = Field(description="SHA-256 (hex) of `text`.")
+    proof: InclusionProof
+
+
+class SourceBundle(Output):
+    """A verifiable citation bundle (schema ``memory-citation-bundle/1``)."""
+
+    format: Literal["memory-citation-bundle/1"] = "memory-citation-bundle/1"
+    project: str
+    query: str
+    root: SignedRoot
+    items: list[SourceItem]
+
+
 class CompileResult(Output):
     project: str
     query: str
@@ -108,5 +177,8 @@ class CompileResult(Output):
     injection_id: int | None = Field(
         None, description="The receipt of this delivery in the injection log (REST and MCP)."
     )
+    proofs: SourceBundle | None = Field(
+        None, description="The citation bundle, when asked for `with_proofs`."
+    )
 
-    omit_when_none = frozenset({"injection_id"})
+    omit_when_none = frozenset({"injection_id", "proofs"})

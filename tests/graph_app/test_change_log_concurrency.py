@@ -2,6 +2,7 @@
 one consistent state: it never reports a write it saw only half of."""
 
 import threading
+import time
 
 import pytest
 from django.db import connection, connections
@@ -45,6 +46,9 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
             barrier.wait()
             while not done.is_set():
                 reports.append(selectors.integrity_verify(project=project).as_json())
+                # On SQLite verification holds the write lock while it reads, and SQLite's lock
+                # is not fair: back-to-back runs could starve the writers past their timeout.
+                time.sleep(0.005)
         except BaseException as exc:
             errors.append(exc)
         finally:

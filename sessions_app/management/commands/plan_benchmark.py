@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -31,6 +27,7 @@ from rest_framework.test import APIClient
 
 from audit_app.models import ReceiptSource
 from memoryproject.models import Project, Scope
+from memoryproject.scratch_db import temporary_database
 from memoryproject.services import api_key_create
 from memoryproject.timeutil import utcnow
 from sessions_app.models import Trace
@@ -56,31 +53,6 @@ def summarise(samples_ms: list[float]) -> dict[str, float]:
         "mean": round(sum(samples_ms) / len(samples_ms), 3),
         "max": round(max(samples_ms), 3),
     }
-
-
-@contextmanager
-def temporary_database() -> Iterator[str]:
-    """Switches the default connection to a fresh, migrated database and drops it afterwards."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    test_settings = connection.settings_dict.setdefault("TEST", {})
-    saved = dict(test_settings)
-    tmpdir = ""
-    if connection.vendor == "sqlite":
-        tmpdir = tempfile.mkdtemp(prefix="plan_benchmark_")
-        test_settings["NAME"] = os.path.join(tmpdir, "plan_benchmark.sqlite3")
-    else:
-        test_settings["NAME"] = f"{connection.settings_dict['NAME']}_plan_benchmark"
-    old_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False, keepdb=False
-    )
-    try:
-        yield str(connection.settings_dict["NAME"])
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
-        test_settings.clear()
-        test_settings.update(saved)
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def traces_seed(project: Project, count: int) -> None:
@@ -156,7 +128,7 @@ class Command(BaseCommand):
         if options["in_place"]:
             result = self.run(options, database="in-place")
         else:
-            with temporary_database():
+            with temporary_database("plan_benchmark"):
                 result = self.run(options, database="temporary")
         if options["json"]:
             self.stdout.write(json.dumps(result))
