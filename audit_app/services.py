@@ -69,11 +69,10 @@ from audit_app.selectors import (
 )
 from graph_app.selectors import graph_chain_head
 from graph_app.services import fact_supersede
-from memoryproject.contracts import Caller, takes
+from memoryproject.contracts import Caller, has_nul, takes
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
-from sessions_app.contracts import _has_nul  # the one NUL rule for JSON values
 
 __all__ = [
     "EVENT_KINDS",
@@ -125,7 +124,7 @@ def _plain_json(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
         rfc8785.dumps(data)
     except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:
         raise validation_error(field, f"must hold plain JSON values ({exc})") from None
-    if _has_nul(data):
+    if has_nul(data):
         # PostgreSQL cannot store NUL in jsonb; refuse it on every database alike.
         raise validation_error(field, "must not contain NUL characters")
     return data

@@ -77,6 +77,18 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def has_nul(value: Any) -> bool:
+    """Whether a JSON value holds a NUL character anywhere (keys included): PostgreSQL cannot
+    store one in text or jsonb, so every door refuses it on every database alike."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(item) for item in value)
+    return False
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise rule_error("must not be empty")

@@ -21,6 +21,7 @@ from memoryproject.contracts import (
     Text,
     Unit,
     UtcDatetime,
+    has_nul,
     rule_error,
 )
 from memoryproject.errors import validation_error
@@ -45,22 +46,12 @@ def _uuid(value: str | None) -> str | None:
         raise rule_error(f"'{value}' is not a UUID") from None
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(item) for item in value)
-    return False
-
-
 def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     try:
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
     except (TypeError, ValueError) as exc:
         raise rule_error(f"must be JSON-serialisable ({exc})") from None
-    if _has_nul(value):
+    if has_nul(value):
         raise rule_error("must not contain NUL characters")
     if size > TRACE_METADATA_MAX_BYTES:
         raise rule_error(f"must be at most {TRACE_METADATA_MAX_BYTES} bytes of JSON, got {size}")

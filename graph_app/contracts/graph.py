@@ -22,6 +22,7 @@ from memoryproject.contracts import (
     Output,
     Unit,
     UtcDatetime,
+    has_nul,
     parse_bool,
     rule_error,
 )
@@ -99,6 +100,8 @@ def _plain_json(value: dict[str, Any]) -> dict[str, Any]:
         raise rule_error(f"must be plain JSON ({exc})") from None
     if size > METADATA_MAX_CHARS:
         raise rule_error(f"must be at most {METADATA_MAX_CHARS} bytes of JSON, got {size}")
+    if has_nul(value):
+        raise rule_error("must not contain NUL characters")
     return value
 
 

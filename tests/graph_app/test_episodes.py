@@ -86,3 +86,10 @@ def test_fact_can_cite_its_source_episode(default_project):
         source_episode=episode["id"],
     )["fact"]
     assert fact["source_episode"] == episode["id"]
+
+
+def test_a_nul_inside_metadata_is_refused_on_every_database(api):
+    body = {"title": "t", "category": "adr", "content": "c", "metadata": {"note": "a\x00b"}}
+    response = api.post("/v1/graph/episodes", body, format="json")
+    assert response.status_code == 400 and "metadata" in response.json()["fields"]
+    assert "NUL" in response.json()["message"]
