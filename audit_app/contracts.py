@@ -200,9 +200,18 @@ class InjectionOut(Output):
     id: int
     seq: int
     project: str | None
-    source: str = Field(description="plan, load, compile, prompt, or an event: erasure, purge.")
+    source: str = Field(
+        description="plan, load, compile, prompt, or an event: erasure, purge, review."
+    )
     channel: str
-    client: str
+    client: str = Field(
+        description="The authenticated identity: api_key:<prefix> (<name>), "
+        "local:<project>/<scope>, or the command that wrote it."
+    )
+    client_reported: str = Field(
+        default="",
+        description="The name the client gave itself (MCP initialize): self-reported, unverified.",
+    )
     status: str
     decision: str
     trust_score: float

@@ -18,6 +18,7 @@ from django.db import transaction
 
 from audit_app.contracts import ErasureCertificate
 from audit_app.receipt_sources import ReceiptSource
+from audit_app.reviews import reviews_forget
 from audit_app.services import audit_event_append, delivered_text_erase
 from graph_app.compiler import compiler_cache_forget
 from graph_app.services import graph_record_erase
@@ -31,15 +32,21 @@ Target = Literal["trace", "summary", "fact", "episode", "entity", "text"]
 ERASED = "[erased]"
 
 
-def _trace(trace_id: str) -> Trace:
+def _trace(trace_id: str, project: Project | None) -> Trace:
     try:
         key = uuid.UUID(trace_id)
     except ValueError:
         raise validation_error("trace", f"'{trace_id}' is not a trace id (a UUID)") from None
-    trace = Trace.objects.select_related("project").filter(trace_id=key).first()
-    if trace is None:
+    found = Trace.objects.select_related("project").filter(trace_id=key)
+    if project is not None:
+        found = found.filter(project=project)
+    traces = list(found[:2])
+    if not traces:
         raise NotFoundError(f"trace: no trace '{trace_id}'", field="trace")
-    return trace
+    if len(traces) > 1:
+        # A trace id is unique only within its project.
+        raise validation_error("project", f"is required: trace '{trace_id}' is in several projects")
+    return traces[0]
 
 
 def _erase_trace(trace: Trace) -> list[dict[str, str]]:
@@ -56,12 +63,17 @@ def _erase_trace(trace: Trace) -> list[dict[str, str]]:
     return erased
 
 
-def _receipt_texts(items: list[dict[str, str]]) -> tuple[list[int], list[str]]:
-    """The receipts that delivered any of ``items``, and the SHA-256 of their stored texts."""
+def _receipt_texts(
+    items: list[dict[str, str]], project: Project | None
+) -> tuple[list[int], list[str]]:
+    """The receipts of ``project`` that delivered any of ``items``, and the SHA-256 of their
+    stored texts."""
     seqs: set[int] = set()
     texts: set[str] = set()
     for item in items:
-        rows = ReceiptSource.objects.filter(kind=item["kind"], item_id=item["id"])
+        rows = ReceiptSource.objects.filter(
+            kind=item["kind"], item_id=item["id"], record__project=project
+        )
         for seq, sha in rows.values_list("record__seq", "record__prompt_sha256"):
             seqs.add(seq)
             texts.add(sha)
@@ -72,7 +84,7 @@ def _erase_source(
     target: Target, ref: str, project: Project | None, reason: str
 ) -> tuple[Project | None, list[dict[str, str]]]:
     if target in ("trace", "summary"):
-        trace = _trace(ref)
+        trace = _trace(ref, project)
         if target == "summary" and not SessionSummary.objects.filter(trace=trace).exists():
             raise NotFoundError(f"summary: no saved summary '{ref}'", field="summary")
         return trace.project, _erase_trace(trace)
@@ -96,7 +108,8 @@ def erase(
         raise validation_error("reason", "must not be empty: say why the content is erased")
     with transaction.atomic():
         owner, erased = _erase_source(target, ref, project, reason)
-        receipts, texts = _receipt_texts(erased)
+        reviews_forget(project=owner, items=erased)
+        receipts, texts = _receipt_texts(erased, owner)
         if target == "text":
             texts = [ref]
         gone = [sha for sha in texts if delivered_text_erase(sha256=sha, reason=reason.strip())]

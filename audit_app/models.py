@@ -42,7 +42,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from audit_app.domain.chain import EMPTY_TEXT_SHA256
 from audit_app.domain.chain import GENESIS_HASH as GENESIS_HASH
 from memoryproject.models import Project
-from memoryproject.timeutil import iso
+from memoryproject.timeutil import human_utc, iso
 
 
 class AppendOnlyError(Exception):
@@ -147,6 +147,17 @@ class AppendOnlyModel(models.Model):
 # --- the log ----------------------------------------------------------------------------------
 
 
+#: How a record's ``source`` reads in titles.
+SOURCE_TITLES = {
+    "plan": "Plan",
+    "load": "Session load",
+    "compile": "Compiled memory",
+    "prompt": "Prompt",
+    "erasure": "Erasure event",
+    "purge": "Purge event",
+}
+
+
 class InjectionRecord(AppendOnlyModel):
     seq = models.PositiveBigIntegerField(unique=True)
     format = models.PositiveSmallIntegerField(default=2)  # see audit_app.domain.chain
@@ -156,7 +167,12 @@ class InjectionRecord(AppendOnlyModel):
     )
     source = models.CharField(max_length=16)  # plan | load | compile | prompt | erasure | purge
     channel = models.CharField(max_length=32)  # rest | mcp | cli | benchmark | ...
+    # The authenticated identity: "api_key:<prefix> (<label>)" or "local:<project>/<scope>".
     client = models.CharField(max_length=200, blank=True)
+    # What the client called itself (MCP initialize clientInfo.name): self-reported, unverified.
+    client_reported = models.CharField(
+        max_length=200, blank=True, default="", verbose_name="client (self-reported)"
+    )
     status = models.CharField(max_length=16)
     decision = models.CharField(max_length=8)
     trust_score = models.FloatField()
@@ -182,7 +198,10 @@ class InjectionRecord(AppendOnlyModel):
         ]
 
     def __str__(self) -> str:
-        return f"injection #{self.seq} {self.status} ({self.project_id})"
+        # "Plan for project demo — injected, 2026-11-30 16:00:12 UTC"
+        what = SOURCE_TITLES.get(self.source, self.source.capitalize() or "Record")
+        where = f" for project {self.project.slug}" if self.project is not None else ""
+        return f"{what}{where} — {self.status}, {human_utc(self.created_at)}"
 
     @property
     def system_prompt(self) -> str:
@@ -204,7 +223,7 @@ class InjectionLogHead(AppendOnlyModel):
     last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
 
     def __str__(self) -> str:
-        return f"head #{self.seq}"
+        return f"Log head at seq {self.seq} ({self.last_hash[:12]}…)"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         stored = self.__dict__.get("_stored_seq")
@@ -231,7 +250,7 @@ class DeliveredText(AppendOnlyModel):
     stored_at = models.DateTimeField()
 
     def __str__(self) -> str:
-        return f"text {self.sha256[:12]}"
+        return f"Delivered text {self.sha256[:12]}… stored {human_utc(self.stored_at)}"
 
 
 class ErasedText(AppendOnlyModel):
@@ -243,7 +262,7 @@ class ErasedText(AppendOnlyModel):
     reason = models.TextField(blank=True)
 
     def __str__(self) -> str:
-        return f"erased {self.sha256[:12]} at {self.erased_at:%Y-%m-%d}"
+        return f"Erased text {self.sha256[:12]}… at {human_utc(self.erased_at)}"
 
 
 class AuditCheckpoint(AppendOnlyModel):
@@ -261,7 +280,7 @@ class AuditCheckpoint(AppendOnlyModel):
         ordering = ["-id"]
 
     def __str__(self) -> str:
-        return f"checkpoint #{self.pk} at seq {self.log_seq}"
+        return f"Checkpoint at seq {self.log_seq}, {human_utc(self.created_at)}"
 
 
 class AuditMaintenance(AppendOnlyModel):
@@ -292,7 +311,7 @@ class AuditRun(models.Model):
         ordering = ["-started_at", "-id"]
 
     def __str__(self) -> str:
-        return f"contradiction audit of {self.project.slug} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+        return f"Contradiction audit of {self.project.slug}, {human_utc(self.started_at)}"
 
 
 class FindingState(models.TextChoices):
@@ -333,7 +352,89 @@ class ContradictionFinding(models.Model):
         indexes = [models.Index(fields=["project", "state"], name="finding_project_state")]
 
     def __str__(self) -> str:
-        return f"{self.rule} on {self.subject} ({self.state})"
+        return f"{self.rule.capitalize()} contradiction on {self.subject} — {self.state}"
+
+
+class ReviewState(models.TextChoices):
+    OPEN = "open"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    DELIVERED = "delivered"
+    VOID = "void"
+
+
+class Review(models.Model):
+    """A flagged context waiting for a person's decision, and what became of it.
+
+    Written when a plan in mode auto is flagged (``flagged_injection_id`` is its receipt) or a
+    load refuses the latest summary on trust (a refused load delivers nothing, so it writes no
+    receipt). It keeps what the reviewer judges: the reason, score, signals and the exact text
+    that would be delivered, and the sources with their content hashes. Approved, it is
+    delivered once, on the project's next call of the same kind (``delivered_injection_id``);
+    rejected, never. It is voided when its sources change before delivery. The decision itself
+    is an event of the injection log (``decision_seq``). Injection ids, not foreign keys: the
+    retention purge removes old receipts and must not take the queue with them.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="reviews")
+    source = models.CharField(max_length=16)  # plan | load
+    created_at = models.DateTimeField()
+    flagged_injection_id = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="The receipt of the flagged plan (loads write none)."
+    )
+    reason = models.TextField()
+    trust_score = models.FloatField()
+    risk = models.FloatField()
+    threshold = models.FloatField()
+    decision = models.CharField(max_length=8)
+    signals = models.JSONField(default=dict)
+    context = models.JSONField(default=dict)
+    trace_ids = models.JSONField(default=list)
+    # The reviewed sources: [{"kind", "id", "sha256"}], checked again before delivery.
+    items = models.JSONField(default=list)
+    text = models.TextField(help_text="The exact text that is delivered once approved.")
+    text_sha256 = models.CharField(max_length=64)
+    state = models.CharField(max_length=12, choices=ReviewState.choices, default="open")
+    decided_by = models.CharField(max_length=200, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+    decision_seq = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="The injection log event that records the decision."
+    )
+    delivered_injection_id = models.PositiveBigIntegerField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True, help_text="Why an approved context was not delivered.")
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = "flagged context to review"
+        verbose_name_plural = "flagged contexts to review"
+        permissions = [
+            ("decide_review", "Can approve or reject flagged contexts and contradiction findings")
+        ]
+        constraints = [
+            # A context already waiting (or approved) is not queued again.
+            models.UniqueConstraint(
+                fields=["project", "source", "text_sha256"],
+                condition=models.Q(state__in=["open", "approved"]),
+                name="review_pending_once",
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "state"], name="review_project_state")]
+
+    def __str__(self) -> str:
+        what = "plan" if self.source == "plan" else "session load"
+        return f"Review #{self.pk} of a flagged {what} for {self.project} ({self.state})"
+
+
+class FindingReview(ContradictionFinding):
+    """Contradiction findings as the review queue shows them (same rows, decided with the
+    review permission)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "contradiction finding to review"
+        verbose_name_plural = "contradiction findings to review"
 
 
 def record_payload(record: InjectionRecord) -> dict[str, object]:
@@ -347,6 +448,7 @@ def record_payload(record: InjectionRecord) -> dict[str, object]:
         "source": record.source,
         "channel": record.channel,
         "client": record.client,
+        "client_reported": record.client_reported,
         "status": record.status,
         "decision": record.decision,
         "trust_score": record.trust_score,

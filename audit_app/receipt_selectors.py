@@ -37,6 +37,7 @@ def injection_view(record: InjectionRecord) -> InjectionOut:
         source=record.source,
         channel=record.channel,
         client=record.client,
+        client_reported=record.client_reported,
         status=record.status,
         decision=record.decision,
         trust_score=record.trust_score,
@@ -53,18 +54,22 @@ def injection_view(record: InjectionRecord) -> InjectionOut:
     )
 
 
-def _hashes_now(items: list[dict[str, str]]) -> dict[tuple[str, str], tuple[str, bool]]:
-    """(kind, id) -> (content hash now, erased) of the sources that still exist."""
+def _hashes_now(
+    items: list[dict[str, str]], project_id: int | None = None
+) -> dict[tuple[str, str], tuple[str, bool]]:
+    """(kind, id) -> (content hash now, erased) of the sources that still exist (traces and
+    summaries of ``project_id``: a trace id is unique only within its project)."""
     ids = {kind: [i["id"] for i in items if i["kind"] == kind] for kind in ("trace", "summary")}
     now: dict[tuple[str, str], tuple[str, bool]] = {}
+    in_project = {} if project_id is None else {"project_id": project_id}
     traces = Trace.objects.select_related("project").filter(
-        trace_id__in=[uuid.UUID(i) for i in ids["trace"]]
+        trace_id__in=[uuid.UUID(i) for i in ids["trace"]], **in_project
     )
     for trace in traces:
         erased = trace.metadata == {"erased": True}
         now[("trace", str(trace.trace_id))] = (trace_sha256(trace), erased)
     summaries = SessionSummary.objects.select_related("trace", "project").filter(
-        trace__trace_id__in=[uuid.UUID(i) for i in ids["summary"]]
+        trace__trace_id__in=[uuid.UUID(i) for i in ids["summary"]], **in_project
     )
     for summary in summaries:
         erased = summary.trace.metadata == {"erased": True}
@@ -76,12 +81,20 @@ def _hashes_now(items: list[dict[str, str]]) -> dict[tuple[str, str], tuple[str,
     return now
 
 
+def sources_now(
+    items: list[dict[str, str]], *, project_id: int
+) -> dict[tuple[str, str], tuple[str, bool]]:
+    """(kind, id) -> (content hash now, erased) of the given sources of ``project_id`` that
+    still exist."""
+    return _hashes_now(items, project_id)
+
+
 def injection_detail(*, record_id: int, project_ids: Iterable[int]) -> InjectionDetail:
     """One receipt with the text as delivered and, per source, whether it changed since."""
     record = injections_query(project_ids=project_ids).filter(pk=record_id).first()
     if record is None:
         raise NotFoundError(f"id: no injection record {record_id}", field="id")
-    now = _hashes_now(list(record.items))
+    now = _hashes_now(list(record.items), record.project_id)
     sources = []
     for item in record.items:
         sha_now, erased = now.get((item["kind"], item["id"]), (None, False))

@@ -48,7 +48,7 @@ class ReceiptSource(models.Model):
         indexes = [models.Index(fields=["kind", "item_id"], name="receipt_source_item")]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.item_id} in receipt #{self.record.seq}"
+        return f"{self.kind} {self.item_id} delivered by receipt seq {self.record.seq}"
 
 
 def receipt_sources_add(record: Any, items: Sequence[Mapping[str, str]]) -> None:
@@ -64,14 +64,14 @@ def receipt_sources_add(record: Any, items: Sequence[Mapping[str, str]]) -> None
     found: dict[str, dict[str, int | str]] = {
         "trace": {
             str(t): pk
-            for t, pk in Trace.objects.filter(trace_id__in=_uuids(ids("trace"))).values_list(
-                "trace_id", "pk"
-            )
+            for t, pk in Trace.objects.filter(
+                project_id=record.project_id, trace_id__in=_uuids(ids("trace"))
+            ).values_list("trace_id", "pk")
         },
         "summary": {
             str(t): pk
             for t, pk in SessionSummary.objects.filter(
-                trace__trace_id__in=_uuids(ids("summary"))
+                project_id=record.project_id, trace__trace_id__in=_uuids(ids("summary"))
             ).values_list("trace__trace_id", "pk")
         },
         "fact": {

@@ -328,18 +328,26 @@ def _checkpoint_checks(
 # --- the walk over the records ----------------------------------------------------------------
 
 
-def _altered_texts() -> set[str]:
-    """Stored texts that no longer match the SHA-256 they are kept under (each hashed once)."""
+def _altered_texts(after: int | None = None) -> set[str]:
+    """Stored texts that no longer match the SHA-256 they are kept under (each hashed once):
+    all of them, or those the records after seq ``after`` delivered."""
     rows = DeliveredText.objects.values_list("sha256", "text").order_by()
+    if after is not None:
+        delivered = InjectionRecord.objects.filter(seq__gt=after).values("prompt_sha256")
+        rows = rows.filter(sha256__in=delivered)
     return {digest for digest, text in rows.iterator(chunk_size=500) if sha256_text(text) != digest}
 
 
-def _links() -> Iterator[Link]:
-    altered = _altered_texts()
+def _links(after: int | None = None) -> Iterator[Link]:
+    """The records in seq order (those after seq ``after`` when given), with their text's
+    problem."""
+    altered = _altered_texts(after)
     rows = InjectionRecord.objects.order_by("seq", "id").annotate(
         stored=Exists(DeliveredText.objects.filter(sha256=OuterRef("prompt_sha256"))),
         erased=Exists(ErasedText.objects.filter(sha256=OuterRef("prompt_sha256"))),
     )
+    if after is not None:
+        rows = rows.filter(seq__gt=after)
     for record in rows.iterator(chunk_size=2000):
         problem = ""
         if record.prompt_sha256 in altered:
@@ -388,11 +396,37 @@ def _broken(found: Break | None) -> BrokenRecord | None:
     return BrokenRecord(id=found.id, seq=found.seq, kind=found.kind, reason=found.reason)  # type: ignore[arg-type]
 
 
-def injection_log_verify(checkpoint: Path | str | None = None) -> ChainVerification:
-    """Recomputes every record's hash in seq order from the chain's anchor (genesis, or the
-    latest purge's) and holds the chain to the head and to checkpoints (the file given, and
-    the latest stored one): names the first record that breaks it. A checkpoint file whose
-    signature fails is refused (ApplicationError)."""
+@dataclass
+class _Setting:
+    """What every verification starts from: the head, the anchor (and whether its purge event
+    holds), the checkpoints checked and the pins they give."""
+
+    warnings: list[str]
+    head: ChainPoint | None
+    anchor: ChainAnchor
+    broken: Break | None
+    checks: list[CheckpointCheck]
+    pins: list[Pin]
+    checkpoint_break: Break | None
+
+    @property
+    def head_pin(self) -> Pin | None:
+        head = self.head
+        return Pin(head.seq, head.hash, "the head", "head") if head is not None else None
+
+    def result(self, checked: int, broken: Break | None) -> ChainVerification:
+        return ChainVerification(
+            ok=broken is None and all(check.signature_ok for check in self.checks),
+            checked=checked,
+            first_broken=_broken(broken),
+            head=self.head,
+            anchor=self.anchor,
+            checkpoints=self.checks,
+            warnings=self.warnings,
+        )
+
+
+def _setting(checkpoint: Path | str | None) -> _Setting:
     warnings: list[str] = []
     held = _held_checkpoints(checkpoint, warnings)
     missing = _missing_triggers()
@@ -407,29 +441,99 @@ def injection_log_verify(checkpoint: Path | str | None = None) -> ChainVerificat
     except (KeyError, TypeError, ValueError):  # named by _anchor_break
         anchor = ChainAnchor(kind="genesis", seq=0, hash=GENESIS_HASH)
     checks, pins, checkpoint_break = _checkpoint_checks(held, anchor)
-    checked = 0
+    return _Setting(warnings, head, anchor, broken, checks, pins, checkpoint_break)
+
+
+def _start_label(anchor: ChainAnchor) -> str:
+    return "genesis" if anchor.kind == "genesis" else f"the purge anchor at seq {anchor.seq}"
+
+
+def injection_log_verify(checkpoint: Path | str | None = None) -> ChainVerification:
+    """Recomputes every record's hash in seq order from the chain's anchor (genesis, or the
+    latest purge's) and holds the chain to the head and to checkpoints (the file given, and
+    the latest stored one): names the first record that breaks it. A checkpoint file whose
+    signature fails is refused (ApplicationError)."""
+    setting = _setting(checkpoint)
+    anchor, broken, checked = setting.anchor, setting.broken, 0
     if broken is None:
-        start_label = (
-            "genesis" if anchor.kind == "genesis" else f"the purge anchor at seq {anchor.seq}"
-        )
         checked, broken = chain_walk(
             _links(),
             start=(anchor.seq, anchor.hash),
-            start_label=start_label,
-            head=Pin(head.seq, head.hash, "the head", "head") if head else None,
-            pins=pins,
+            start_label=_start_label(anchor),
+            head=setting.head_pin,
+            pins=setting.pins,
             misplaced=_misplaced,
         )
-        broken = broken or checkpoint_break
-    return ChainVerification(
-        ok=broken is None and all(check.signature_ok for check in checks),
-        checked=checked,
-        first_broken=_broken(broken),
-        head=head,
-        anchor=anchor,
-        checkpoints=checks,
-        warnings=warnings,
-    )
+        broken = broken or setting.checkpoint_break
+    return setting.result(checked, broken)
+
+
+#: Records the recent verification reads at most when no checkpoint covers the rest.
+RECENT_WINDOW = 2000
+
+
+@dataclass(frozen=True)
+class RecentVerification:
+    """A verification of the newest part of the log: ``scope`` says which part. "full": from
+    the anchor to the end; "checkpoint": from the latest stored checkpoint's seq (its
+    signature checked, the record there still holding its hash) to the end; "window": only
+    the newest ``RECENT_WINDOW`` records (no usable checkpoint, or too many records since it).
+    ``first_seq``..``last_seq`` is the range walked (``first_seq`` > ``last_seq`` when there
+    was nothing to walk)."""
+
+    scope: str
+    first_seq: int
+    last_seq: int
+    verification: ChainVerification
+
+    @property
+    def unverified(self) -> int:
+        """How many seqs before ``first_seq`` (after the anchor) this check did not walk."""
+        anchor = self.verification.anchor
+        return max(0, self.first_seq - 1 - (anchor.seq if anchor is not None else 0))
+
+
+def _recent_start(setting: _Setting, last_seq: int, window: int) -> tuple[str, int]:
+    """The scope and the first seq to walk."""
+    stored = [c for c in setting.checks if c.source == "stored"]
+    usable = [c for c in stored if c.signature_ok and c.seq > setting.anchor.seq]
+    scope, first = "full", setting.anchor.seq + 1
+    if usable:
+        scope, first = "checkpoint", min(usable[0].seq, last_seq + 1)
+    if last_seq - first + 1 > window:
+        scope, first = "window", last_seq - window + 1
+    return scope, first
+
+
+def injection_log_verify_recent(*, window: int = RECENT_WINDOW) -> RecentVerification:
+    """Verifies the newest part of the log in a bounded number of queries and rows: from the
+    latest stored checkpoint (HMAC checked, the record at its seq still holding its hash) to
+    the head, or the whole log when it is no longer than ``window`` records, or else only the
+    newest ``window`` records (``scope`` says which). Each record walked is checked as
+    ``injection_log_verify`` checks it (its hash, its link, its text, the head, the
+    checkpoint at its seq); what lies before the first seq walked is not read."""
+    setting = _setting(None)
+    newest = InjectionRecord.objects.order_by("-seq").values_list("seq", flat=True).first()
+    last_seq = max(setting.head.seq if setting.head else 0, newest or 0)
+    scope, first_seq = _recent_start(setting, last_seq, window)
+    anchor, broken, checked = setting.anchor, setting.broken, 0
+    if broken is None:
+        start, label = (anchor.seq, anchor.hash), _start_label(anchor)
+        if scope != "full":
+            found = InjectionRecord.objects.filter(seq__gte=first_seq).order_by("seq", "id")
+            prev_hash = found.values_list("prev_hash", flat=True).first()
+            start, label = (first_seq - 1, prev_hash or ""), f"seq {first_seq - 1}"
+        checked, broken = chain_walk(
+            _links(after=None if scope == "full" else start[0]),
+            start=start,
+            start_label=label,
+            head=setting.head_pin,
+            pins=setting.pins,
+            misplaced=_misplaced,
+        )
+        broken = broken or setting.checkpoint_break
+    verification = setting.result(checked, broken)
+    return RecentVerification(scope, first_seq, last_seq, verification)
 
 
 def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:

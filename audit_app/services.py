@@ -89,7 +89,8 @@ __all__ = [
 ]
 
 SOURCES = ("plan", "load", "compile", "prompt")
-EVENT_KINDS = ("erasure", "purge")
+# "review": a person's decision on a flagged context or a contradiction finding.
+EVENT_KINDS = ("erasure", "purge", "review")
 ITEM_KINDS = ("trace", "summary", "fact", "episode")
 PURGE_ANCHOR = frozenset({"before", "through_seq", "through_hash", "through_created_at"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -198,10 +199,12 @@ def injection_log_append(
     source: str = "plan",
     request: Mapping[str, Any] | None = None,
     items: Sequence[Mapping[str, str]] = (),
+    client_reported: str = "",
 ) -> InjectionRecord:
     """Appends one receipt to the chain and answers it: what was asked (``request``), what was
     delivered (``items``, each with its content hash) and the SHA-256 of the exact text, which
-    is stored apart (``InjectionRecord.system_prompt`` reads it back)."""
+    is stored apart (``InjectionRecord.system_prompt`` reads it back). ``client`` is the
+    authenticated identity; ``client_reported`` the name the client gave itself (unverified)."""
     if source not in SOURCES:
         raise ApplicationError(f"source: must be one of {', '.join(SOURCES)}", field="source")
     if not isinstance(channel, str) or not channel.strip():
@@ -216,6 +219,7 @@ def injection_log_append(
             source=source,
             channel=channel.strip()[:32],
             client=(client or "")[:200],
+            client_reported=(client_reported or "")[:200],
             status=status,
             decision=decision,
             trust_score=float(trust_score),
@@ -238,9 +242,9 @@ def audit_event_append(
     channel: str = "cli",
     client: str = "",
 ) -> InjectionRecord:
-    """Appends an erasure or purge event to the same chain. An event delivers nothing: its
-    ``source`` is the kind, ``request`` holds the details, status "recorded", mode "event",
-    no decision, scores 0, no traces, items or text."""
+    """Appends an erasure, purge or review event to the same chain. An event delivers
+    nothing: its ``source`` is the kind, ``request`` holds the details, status "recorded", mode
+    "event", no decision, scores 0, no traces, items or text."""
     if kind not in EVENT_KINDS:
         raise validation_error("kind", f"must be one of {', '.join(EVENT_KINDS)}")
     if kind == "purge" and not set(details) >= PURGE_ANCHOR:
@@ -579,12 +583,29 @@ def contradictions_audit(
 def finding_settle(
     *, finding: ContradictionFinding, state: str, by: str, reason: str
 ) -> ContradictionFinding:
-    """A person resolves or dismisses a finding, with a reason."""
+    """A person resolves or dismisses a finding, with a reason; the decision is appended to
+    the injection log (event "review") in the same transaction."""
     if state not in (FindingState.RESOLVED, FindingState.DISMISSED):
         raise validation_error("state", "must be resolved or dismissed")
     if not reason.strip():
         raise validation_error("reason", "must not be empty: say why")
-    finding.state, finding.settled_by = state, by
-    finding.reason, finding.settled_at = reason.strip(), utcnow()
-    finding.save(update_fields=["state", "settled_by", "reason", "settled_at"])
+    with transaction.atomic():
+        finding.state, finding.settled_by = state, by
+        finding.reason, finding.settled_at = reason.strip(), utcnow()
+        finding.save(update_fields=["state", "settled_by", "reason", "settled_at"])
+        audit_event_append(
+            kind="review",
+            project=finding.project,
+            channel="admin",
+            client=by,
+            details={
+                "subject": "finding",
+                "finding_id": finding.pk,
+                "rule": finding.rule,
+                "fact_ids": list(finding.fact_ids),
+                "decision": str(state),
+                "reason": finding.reason,
+                "by": by,
+            },
+        )
     return finding

@@ -249,6 +249,14 @@ def valid_now() -> Q:
     return valid_at(utcnow())
 
 
+def valid_as_known(as_of: datetime, known_at: datetime) -> Q:
+    """Facts valid at ``as_of`` as they were known at transaction time ``known_at``: recorded
+    by then, and open then (a closure recorded after ``known_at`` had not happened yet)."""
+    return Q(recorded_at__lte=known_at, valid_from__lte=as_of) & (
+        Q(valid_until__isnull=True) | Q(valid_until__gt=as_of) | Q(closed_at__gt=known_at)
+    )
+
+
 def facts_query(*, project: Project) -> QuerySet[TemporalFact]:
     """The project's facts, oldest recorded first (filtered by graph_app.api.filters)."""
     qs = TemporalFact.objects.filter(project=project).select_related(*FACT_RELATED)
@@ -343,13 +351,23 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
     if entity is None:
         raise NotFoundError(f"entity_id: no entity '{params.entity_id}'", field="entity_id")
     own = [fact_view(f) for f in _entity_facts(entity)]
+    lists: dict[str, list[Any]] = {
+        "facts": own if params.include_superseded else [f for f in own if f.status == "active"],
+        "history": [f for f in own if f.status in ("superseded", "retracted")],
+        "scheduled": [f for f in own if f.status == "scheduled"],
+        "episodes": _entity_episodes(entity),
+    }
+    start, end = params.offset, params.offset + params.limit
+    pages = {name: items[start:end] for name, items in lists.items()}
     return EntityQueryResult(
         entity=entity_view(entity),
-        facts=own if params.include_superseded else [f for f in own if f.status == "active"],
-        history=[f for f in own if f.status in ("superseded", "retracted")],
-        scheduled=[f for f in own if f.status == "scheduled"],
-        episodes=[episode_view(e) for e in _entity_episodes(entity)],
+        facts=pages["facts"],
+        history=pages["history"],
+        scheduled=pages["scheduled"],
+        episodes=[episode_view(e) for e in pages["episodes"]],
         ego_graph=_ego_graph(entity, params.max_hops),
+        totals={name: len(items) for name, items in lists.items()},
+        next_offset=end if any(len(items) > end for items in lists.values()) else None,
     )
 
 
@@ -399,12 +417,27 @@ _EDGE_COLUMNS = (
 )
 
 
-def _ego_graph(entity: Entity, max_hops: int) -> EgoGraph:
-    """Every entity within ``max_hops`` of ``entity`` over active edges, either direction."""
+def entity_neighbourhood(
+    *,
+    entity: Entity,
+    max_hops: int = 2,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> EgoGraph:
+    """The entity's ego graph over the edges valid at ``as_of`` as known at ``known_at``
+    (both default to now): every entity within ``max_hops``, in either direction."""
+    now = utcnow()
+    return _ego_graph(entity, max_hops, valid_as_known(as_of or now, known_at or now))
+
+
+def _ego_graph(entity: Entity, max_hops: int, edges: Q | None = None) -> EgoGraph:
+    """Every entity within ``max_hops`` of ``entity`` over the ``edges`` (default: the active
+    ones), either direction."""
     # Walk by entity row id so every hop is answered from the foreign-key indexes.
     ids = {entity.slug: entity.pk}
     kinds = {entity.slug: entity.kind}
-    active_edges = TemporalFact.objects.filter(valid_now(), object_entity__isnull=False).order_by()
+    edge_filter = valid_now() if edges is None else edges
+    active_edges = TemporalFact.objects.filter(edge_filter, object_entity__isnull=False).order_by()
 
     def edges_touching(nodes: set[str]) -> Iterator[Edge]:
         wanted = [ids[node] for node in nodes]
@@ -469,21 +502,31 @@ def _visible_as_known(row: Mapping[str, Any], project_slug: str, known_at: datet
     return VisibleFact(canonical=seen, leaf=leaf, fact=fact)
 
 
-def facts_visible_at(*, project: Project, as_of: datetime, known_at: datetime) -> list[VisibleFact]:
-    """The facts valid at ``as_of`` as they were known at ``known_at``, sorted by id.
+def facts_visible_at(
+    *, project: Project, as_of: datetime, known_at: datetime, entity: Entity | None = None
+) -> list[VisibleFact]:
+    """The facts valid at ``as_of`` as they were known at ``known_at``, sorted by id (with
+    ``entity``: only those with it as subject or object).
 
     Transaction time first: a fact recorded after ``known_at`` is invisible, and a closure
     recorded after ``known_at`` had not happened yet (the fact reads as open). Then valid time:
     ``valid_from <= as_of < valid_until``. History rows are never rewritten, so a backdated fact
     may overlap an older closed one; for a singular predicate the fact starting latest wins.
     """
-    rows = (
-        TemporalFact.objects.filter(
-            project=project, recorded_at__lte=known_at, valid_from__lte=as_of
+    facts = TemporalFact.objects.filter(valid_as_known(as_of, known_at), project=project)
+    if entity is not None:
+        # Its own facts, and those of the subjects pointing at it under the same predicates:
+        # among them the rivals that decide which singular fact wins (a superset, read through
+        # the subject index; the facts not naming the entity are dropped below).
+        pointing = TemporalFact.objects.filter(object_entity=entity).order_by()
+        facts = facts.filter(
+            Q(subject=entity)
+            | Q(
+                subject_id__in=pointing.values("subject_id"),
+                predicate__in=pointing.values("predicate"),
+            )
         )
-        .filter(Q(valid_until__isnull=True) | Q(valid_until__gt=as_of) | Q(closed_at__gt=known_at))
-        .values(*FACT_VALUE_FIELDS)
-    )
+    rows = facts.values(*FACT_VALUE_FIELDS)
     visible: list[VisibleFact] = []
     winners: dict[tuple[str, str], tuple[datetime, datetime, str]] = {}
     for row in rows:
@@ -501,6 +544,8 @@ def facts_visible_at(*, project: Project, as_of: datetime, known_at: datetime) -
         for f in visible
         if not f.fact.singular or winners[(f.fact.subject, f.fact.predicate)][2] == f.fact.id
     ]
+    if entity is not None:
+        result = [f for f in result if entity.slug in (f.fact.subject, f.fact.object_entity)]
     result.sort(key=lambda f: f.fact.id)
     return result
 
@@ -512,13 +557,15 @@ def graph_as_of(*, project: Project, params: TimeTravelInput) -> TimeTravelResul
     (each fact's ``sha256`` is that of its form as then known)."""
     known_at = params.known_at or utcnow()
     facts = facts_visible_at(project=project, as_of=params.as_of, known_at=known_at)
+    end = params.offset + params.limit
     return TimeTravelResult(
         project=project.slug,
         as_of=params.as_of,
         known_at=known_at,
         count=len(facts),
         snapshot_hash=merkle_root([f.leaf for f in facts]),
-        facts=[f.fact for f in facts],
+        facts=[f.fact for f in facts[params.offset : end]],
+        next_offset=end if len(facts) > end else None,
     )
 
 

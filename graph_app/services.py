@@ -28,6 +28,8 @@ from django.db import IntegrityError, connection, transaction
 from graph_app.contracts.graph import (
     ENTITY_ID_MAX,
     ENTITY_ID_RE,
+    OBJECT_VALUE_MAX,
+    TITLE_MAX,
     EntityOut,
     EntityUpsertInput,
     EpisodeRecordInput,
@@ -64,8 +66,10 @@ from graph_app.selectors import (
     instance_row,
 )
 from memoryproject.contracts import takes
+from memoryproject.domain.screening import Screening, record_screen
 from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
+from memoryproject.screening import screening_out
 from memoryproject.timeutil import utcnow
 
 # --- the graph lock and revision --------------------------------------------------------------
@@ -301,12 +305,25 @@ def fact_upsert(*, project: Project, params: FactUpsertInput) -> FactUpsertResul
     fact is closed at the new ``valid_from`` and superseded by the new one; re-asserting the
     active fact changes nothing; a fact starting before the recorded ones is kept as history.
     Answers the fact, whether it was created, its outcome (active, history or unchanged) and
-    the facts it superseded.
+    the facts it superseded. Secrets in ``object_value`` are masked before anything is stored;
+    ``screening`` says what was masked and flagged.
     """
+    screened = record_screen({"object_value": params.object_value or ""})
+    if screened.masked:
+        params = params.model_copy(
+            update={"object_value": screened.fields["object_value"][:OBJECT_VALUE_MAX]}
+        )
     try:
         # The graph lock is taken first: what follows reads a settled chain.
         with graph_write(project) as write:
-            return _fact_place(write, params=params)
+            placed = _fact_place(write, params=params)
+            return FactUpsertResult(
+                fact=placed.fact,
+                created=placed.created,
+                outcome=placed.outcome,
+                superseded=placed.superseded,
+                screening=screening_out(screened),
+            )
     except IntegrityError as exc:
         # Only reachable when a writer bypasses the graph lock; the partial unique index held.
         raise ConflictError(
@@ -604,14 +621,31 @@ def _episode_seal(episode: Episode) -> None:
 def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRecordResult:
     """Stores an immutable episode and links the entities it mentions (created on first
     mention). Recording the same ``external_id`` again with the same content answers the stored
-    episode (``created: false``); with different content it is a conflict."""
+    episode (``created: false``); with different content it is a conflict. Secrets in the
+    title, content and metadata values are masked before anything is stored (or compared);
+    ``screening`` says what was masked and flagged."""
+    params, screened = _episode_screen(params)
+    report = screening_out(screened)
     with graph_write(project) as write:
         existing = _episode_recorded(project, params)
         if existing is not None:
             transaction.set_rollback(True)  # nothing written: undo the revision bump
-            return episode_view(existing, EpisodeRecordResult, created=False)
+            return episode_view(existing, EpisodeRecordResult, created=False, screening=report)
         episode = _episode_insert(write, params)
-        return episode_view(episode, EpisodeRecordResult, created=True)
+        return episode_view(episode, EpisodeRecordResult, created=True, screening=report)
+
+
+def _episode_screen(params: EpisodeRecordInput) -> tuple[EpisodeRecordInput, Screening]:
+    """The episode with its secrets masked, and what screening masked and flagged."""
+    fields: dict[str, Any] = {"title": params.title, "content": params.content}
+    if params.metadata:
+        fields["metadata"] = params.metadata
+    screened = record_screen(fields)
+    if not screened.masked:
+        return params, screened
+    update = dict(screened.fields)
+    update["title"] = update["title"][:TITLE_MAX]
+    return params.model_copy(update=update), screened
 
 
 #: What an episode recorded again under its external_id must repeat (with its metadata and,

@@ -2,7 +2,9 @@
 
 ``Api-Key <key>`` (the djangorestframework-api-key convention) is accepted too. A missing key
 answers 401; an unknown, revoked or expired key answers 401; a key without the scope a call
-needs answers 403.
+needs answers 403. Refused keys are counted per client address and key prefix
+(memoryproject.throttling): past the limit the address or prefix is answered 429. MCP over
+HTTP and stdio check keys with the same `api_key_verify`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,35 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
+from memoryproject.errors import ApplicationError
 from memoryproject.models import ProjectAPIKey, Scope
+from memoryproject.throttling import auth_failure_record, auth_retry_after, key_prefix_of
 
 KEYWORDS = {"bearer", "api-key"}
+
+
+class KeyRefused(Exception):
+    """A presented API key that does not authenticate; the message says why."""
+
+
+def api_key_verify(key: str) -> ProjectAPIKey:
+    """The valid, unrevoked, unexpired key ``key`` is, or `KeyRefused` saying why not."""
+    key = key.strip()
+    prefix, dot, secret = key.partition(".")
+    if not dot or not prefix or not secret:
+        raise KeyRefused("Unknown API key.")
+    api_key = ProjectAPIKey.objects.filter(prefix=prefix).first()
+    if api_key is None or not api_key.is_valid(key):
+        raise KeyRefused("Unknown API key.")
+    if api_key.revoked:
+        raise KeyRefused("This API key has been revoked.")
+    if api_key.has_expired:
+        raise KeyRefused("This API key has expired.")
+    return api_key
+
+
+def client_address(request: Request) -> str:
+    return str(request.META.get("REMOTE_ADDR") or "")
 
 
 class KeyPrincipal:
@@ -38,22 +66,19 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         keyword, _, key = header.strip().partition(" ")
-        if keyword.lower() not in KEYWORDS or not key.strip():
-            raise exceptions.AuthenticationFailed(
-                "Authorization header must be 'Bearer <api key>'."
+        address, prefix = client_address(request), key_prefix_of(key)
+        wait = auth_retry_after(address=address, prefix=prefix)
+        if wait is not None:
+            raise exceptions.Throttled(
+                wait=wait, detail="Too many failed authentications from this address or key."
             )
-        key = key.strip()
-        prefix, _, _ = key.partition(".")
         try:
-            api_key = ProjectAPIKey.objects.get(prefix=prefix)
-        except ProjectAPIKey.DoesNotExist as exc:
-            raise exceptions.AuthenticationFailed("Unknown API key.") from exc
-        if not api_key.is_valid(key):
-            raise exceptions.AuthenticationFailed("Unknown API key.")
-        if api_key.revoked:
-            raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        if api_key.has_expired:
-            raise exceptions.AuthenticationFailed("This API key has expired.")
+            if keyword.lower() not in KEYWORDS or not key.strip():
+                raise KeyRefused("Authorization header must be 'Bearer <api key>'.")
+            api_key = api_key_verify(key)
+        except KeyRefused as exc:
+            auth_failure_record(address=address, prefix=prefix)
+            raise exceptions.AuthenticationFailed(str(exc)) from exc
         return KeyPrincipal(api_key), api_key
 
     def authenticate_header(self, request: Request) -> str:
@@ -63,7 +88,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 class HasProjectApiKey(permissions.BasePermission):
     """A valid key is required; safe methods need scope read, others write.
 
-    A view may set ``required_scope`` ("read" for a POST that only reads, e.g. compile).
+    A view may set ``required_scope`` ("read" for a POST that only reads, e.g. compile). A write
+    names its project in the JSON body: a ``project`` in its query string is refused (400)
+    rather than ignored, so a caller never writes to another project than the one it meant.
     """
 
     message = "A valid API key is required: send 'Authorization: Bearer <api key>'."
@@ -80,6 +107,13 @@ class HasProjectApiKey(permissions.BasePermission):
                 f"This API key has scope '{api_key.scope}'; this call needs scope '{required}'."
             )
             return False
+        writes = required != Scope.READ and request.method not in permissions.SAFE_METHODS
+        if writes and "project" in request.query_params:
+            raise ApplicationError(
+                "project: a write names its project in the JSON body, not in the query "
+                "string; remove '?project=' and send {\"project\": ...}",
+                field="project",
+            )
         return True
 
 

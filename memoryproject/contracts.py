@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cached_property
@@ -87,6 +88,56 @@ def has_nul(value: Any) -> bool:
     if isinstance(value, list):
         return any(has_nul(item) for item in value)
     return False
+
+
+#: How deeply a JSON value (a body, tool arguments, metadata) may nest.
+MAX_JSON_DEPTH = 64
+#: The largest offset a paginated answer accepts (beyond every real collection, within every
+#: database's integers).
+MAX_OFFSET = 1_000_000_000
+
+
+def _text_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"must be valid Unicode text (lone surrogate U+{ord(text[exc.start]):04X})"
+    return None
+
+
+def json_value_problem(value: Any, *, where: str = "") -> tuple[str, str] | None:
+    """The first part of a JSON value no door accepts, as (field, rule): nesting deeper than
+    MAX_JSON_DEPTH, or a lone surrogate (not text in any encoding); None when there is none.
+    Iterative, so no depth can overflow it. (NUL characters are refused by each field's own
+    rule, ``NoNul`` / ``has_nul``, which names the field as the caller knows it.)"""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            rule = _text_problem(item)
+            if rule:
+                return path or "body", rule
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if depth >= MAX_JSON_DEPTH:
+            return path or "body", f"must not be nested more than {MAX_JSON_DEPTH} levels deep"
+        if isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+            continue
+        for key, child in item.items():
+            rule = _text_problem(key) if isinstance(key, str) else None
+            if rule:
+                return path or "body", f"keys {rule}"
+            stack.append((child, f"{path}.{key}" if path else str(key), depth + 1))
+    return None
+
+
+def json_value_error(where: str, rule: str) -> ApplicationError:
+    """The error of a ``json_value_problem``: the message names the exact place, ``fields``
+    the top-level field it is in."""
+    top = re.split(r"[.\[]", where, maxsplit=1)[0] or "body"
+    return ApplicationError(f"{where}: {rule}", field=top)
 
 
 def _not_blank(value: str) -> str:
@@ -220,6 +271,9 @@ class Input(BaseModel):
         """Validates ``data`` or raises an ApplicationError naming the field and the rule."""
         if data is not None and not isinstance(data, Mapping):
             raise ApplicationError("body: must be a JSON object", field="body")
+        problem = json_value_problem(dict(data or {}))
+        if problem is not None:
+            raise json_value_error(*problem)
         try:
             return cls.model_validate(dict(data or {}), strict=strict)
         except ValidationError as exc:
@@ -231,11 +285,20 @@ class Input(BaseModel):
 # --- outputs ----------------------------------------------------------------------------------
 
 
+def _optional_when_omitted(schema: dict[str, Any], model: type) -> None:
+    """A field an output leaves out when it is None is not required in its JSON Schema."""
+    omitted: frozenset[str] = getattr(model, "omit_when_none", frozenset())
+    if omitted and "required" in schema:
+        schema["required"] = [name for name in schema["required"] if name not in omitted]
+        if not schema["required"]:
+            del schema["required"]
+
+
 class Output(BaseModel):
     """What an operation answers. ``as_json()`` is the REST body and the MCP structured content;
     fields named in ``omit_when_none`` are left out of it rather than sent as null."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", json_schema_extra=_optional_when_omitted)
     omit_when_none: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")
@@ -277,11 +340,15 @@ class Output(BaseModel):
 
 
 class Caller(Input):
-    """Who asks, as injection receipts record it: the door (``rest``, ``mcp``, ``cli``) and the
-    client (an API key's label, or the name an MCP client gave in ``initialize``)."""
+    """Who asks, as injection receipts record it: the door (``rest``, ``mcp``, ``cli``), the
+    authenticated identity (``client``: ``api_key:<prefix> (<name>)`` for an API key,
+    ``local:<project>/<scope>`` for a trusted local process, or a command's name) and, beside it,
+    the name the client gave itself (``client_reported``: an MCP client's ``initialize`` name),
+    which nothing verifies."""
 
     channel: Annotated[RequiredText, Field(max_length=32)] = "rest"
     client: Annotated[Text, Field(max_length=200)] = ""
+    client_reported: Annotated[Text, Field(max_length=200)] = ""
 
 
 I = TypeVar("I", bound=Input)  # noqa: E741

@@ -1,7 +1,9 @@
-"""DRF glue shared by every app: the error format and the project-choosing mixin.
+"""DRF glue shared by every app: the error format, the OpenAPI schema of every view (its error
+answers and id patterns included) and the project-choosing mixin.
 
 Every error answers JSON ``{"code", "message", "fields"?}``; ``fields`` maps each offending field
-to the rules it broke.
+to the rules it broke. (memoryproject.middleware gives the same shape to errors raised outside
+DRF's views; memoryproject.drf_base holds the body parser and the pagination.)
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import functools
 import re
 from typing import Any, ClassVar, Literal, cast
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter
-from pydantic import create_model
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from pydantic import BaseModel, ConfigDict, create_model
 from rest_framework import exceptions, generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,7 +25,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from memoryproject.auth import api_key_of
 from memoryproject.contracts import Caller, Input, Output
-from memoryproject.errors import ApplicationError
+from memoryproject.errors import ApplicationError, PayloadTooLargeError, validation_error
 from memoryproject.models import Project
 from memoryproject.operations import Operation
 from memoryproject.projects import Access, project_resolve
@@ -51,6 +55,9 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = PayloadTooLargeError(f"body: must be at most {limit} bytes", field="body")
     if isinstance(exc, ApplicationError):
         return Response(exc.as_dict(), status=exc.status_code)
     if isinstance(exc, exceptions.ValidationError):
@@ -134,6 +141,9 @@ _OPENAPI_TYPES = {
 }
 
 
+_BOUNDS = {"minimum", "maximum", "minLength", "maxLength", "pattern"}
+
+
 def query_parameters(model: type[Input], path_params: set[str]) -> list[OpenApiParameter]:
     """The OpenAPI query parameters of a GET operation, read off its input model (less the
     fields the URL path carries)."""
@@ -144,8 +154,11 @@ def query_parameters(model: type[Input], path_params: set[str]) -> list[OpenApiP
             continue
         options = prop.get("anyOf", [prop])
         kind = next((o for o in options if o.get("type") != "null"), prop)
+        openapi_type: Any
         if kind.get("format") == "date-time":
             openapi_type = OpenApiTypes.DATETIME
+        elif _BOUNDS & set(kind):  # its bounds and pattern, as the model declares them
+            openapi_type = {k: v for k, v in kind.items() if k in _BOUNDS | {"type", "format"}}
         else:
             openapi_type = _OPENAPI_TYPES.get(kind.get("type", ""), OpenApiTypes.STR)
         params.append(
@@ -175,7 +188,77 @@ def _body_model(model: type[Input], path_params: frozenset[str]) -> type[Input]:
     return create_model(model.__name__, __base__=Input, **fields)
 
 
-class OperationSchema(AutoSchema):
+class ErrorAnswer(BaseModel):
+    """Every error of the API: a machine-readable ``code``, a ``message`` naming the field and
+    the rule (``n: must be from 1 to 50, got 0``) and, for invalid input, ``fields``: each
+    offending field with the rules it broke. Some errors add context keys."""
+
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    message: str
+    fields: dict[str, list[str]] | None = None
+
+
+ERROR_RESPONSES = {
+    400: "Invalid input: the message and `fields` name the field and the rule.",
+    401: "No API key, or an unknown or revoked one.",
+    403: "The key's scope or projects do not allow this call.",
+    404: "No such item in the projects the key can see, or no such endpoint.",
+    405: "The endpoint does not take this HTTP method.",
+    413: "The body is larger than the server accepts.",
+    429: "Too many failed authentication attempts: wait for `Retry-After` seconds.",
+}
+
+#: OpenAPI of the ids that URL paths carry (the views' converters take any text).
+PATH_ID_SCHEMAS: dict[str, dict[str, Any]] = {
+    "trace_id": {"type": "string", "format": "uuid"},
+    "fact_id": {"type": "string", "pattern": r"^(\[FACT:)?fact_[0-9a-f]{16}\]?$"},
+    "episode_id": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 240,
+        "pattern": r"^[^\u0000-\u001f]+$",
+    },
+    "record_id": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+}
+
+
+class ApiSchema(AutoSchema):
+    """OpenAPI of every /v1 view: its own answers plus the JSON error answers (401, 403, 404,
+    405, 413, 429 and 400) that any call may get, and the patterns of the ids in its path."""
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
+        for code, description in ERROR_RESPONSES.items():
+            responses.setdefault(
+                str(code),
+                self._get_response_for_code(
+                    OpenApiResponse(ErrorAnswer, description=description), str(code)
+                ),
+            )
+        return responses
+
+    def _get_parameters(self) -> list[dict[str, Any]]:
+        # Filters, pages and the project read an empty value as "not given": say so.
+        blank_is_absent = {"project", "limit", "offset"}
+        blank_is_absent |= {p["name"] for p in self._get_filter_parameters()}
+        params = super()._get_parameters()
+        for param in params:
+            if param["in"] == "query" and param["name"] in blank_is_absent:
+                param["allowEmptyValue"] = True
+        return params
+
+    def _resolve_path_parameters(self, variables: list[str]) -> list[dict[str, Any]]:
+        params = super()._resolve_path_parameters(variables)
+        for param in params:
+            known = PATH_ID_SCHEMAS.get(param["name"])
+            if known is not None and "pattern" not in param["schema"]:
+                param["schema"] = dict(known)
+        return params
+
+
+class OperationSchema(ApiSchema):
     """OpenAPI of an OperationView, read off its operation's input and output models."""
 
     @property
@@ -192,6 +275,16 @@ class OperationSchema(AutoSchema):
         params: list[Any] = [*super().get_override_parameters(), PROJECT_PARAM]
         if self.method == "GET" and self._operation_view.method == "get":
             params += query_parameters(self._operation_view.operation.input, self._path_params())
+        return params
+
+    def _resolve_path_parameters(self, variables: list[str]) -> list[dict[str, Any]]:
+        params = super()._resolve_path_parameters(variables)
+        fields = self._operation_view.operation.input.model_json_schema().get("properties", {})
+        for param in params:
+            field = fields.get(param["name"], {})
+            if param["name"] not in PATH_ID_SCHEMAS and "pattern" in field:
+                keys = ("type", "pattern", "minLength", "maxLength")
+                param["schema"] = {k: field[k] for k in keys if k in field}
         return params
 
     def get_operation_id(self) -> str:
@@ -220,6 +313,16 @@ class OperationSchema(AutoSchema):
         return operation.output
 
 
+def refuse_unknown_query(request: Request, known: set[str]) -> None:
+    """A query parameter the endpoint does not read is refused, as an unknown body field is:
+    a misspelt filter must not answer the unfiltered list."""
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known)) or "none"
+        name = unknown[0][:60]
+        raise validation_error(name, f"unknown query parameter (allowed: {allowed})")
+
+
 class OperationView(generics.GenericAPIView, ProjectScopedMixin):
     """The REST door of one operation: resolves the project by the one convention, parses the
     body (POST) or the query string (GET) with the operation's input model and answers its
@@ -245,6 +348,21 @@ class OperationView(generics.GenericAPIView, ProjectScopedMixin):
     def project_for(self, data: dict[str, Any] | None) -> Project:
         """The call's project (a view may override it, e.g. to find it from the item)."""
         return self.resolve_project(self.operation.access, data)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authentication and permissions first
+        if request.method in ("GET", "POST"):
+            refuse_unknown_query(request, self.query_names(request.method))
+
+    def query_names(self, method: str) -> set[str]:
+        """The query parameters this view reads for ``method`` (the OpenAPI schema's)."""
+        if method == "POST":
+            return {"project"}
+        if self.method == "get":
+            return {"project", *self.operation.input.model_fields}
+        filterset = getattr(self, "filterset_class", None)
+        filters = set(filterset.base_filters) if filterset is not None else set()
+        return {"project", "limit", "offset", *filters}
 
     def _answer(self, data: dict[str, Any] | None) -> Response:
         operation = self.operation

@@ -48,3 +48,33 @@ class ConflictError(ApplicationError):
 def validation_error(field: str, rule: str) -> ApplicationError:
     """An ApplicationError whose message reads ``<field>: <rule>``."""
     return ApplicationError(f"{field}: {rule}", field=field)
+
+
+class PayloadTooLargeError(ApplicationError):
+    status_code = 413
+    code = "too_large"
+
+
+#: The ``code`` of an error answer by HTTP status, for errors raised outside the service layer
+#: (routing, methods, body size, server errors).
+STATUS_CODES = {
+    400: "invalid",
+    401: "not_authenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    429: "throttled",
+    500: "server_error",
+}
+
+
+def error_body(status: int, message: str, field: str | None = None) -> dict[str, Any]:
+    """The JSON error shape every /v1 answer ≥ 400 has: ``{"code", "message", "fields"?}``."""
+    body: dict[str, Any] = {"code": STATUS_CODES.get(status, "error"), "message": message}
+    if field:
+        body["fields"] = {field: [message]}
+    return body

@@ -6,9 +6,15 @@ this module imports no app). A tool is declared with `add_tool` from the same `O
 its REST twin: the operation's input model is the tool's argument schema and its output model
 the structured content. Everything here is glue every adapter shares: the
 call guard (database connections closed around each call, domain errors turned into tool
-errors the agent can read, crashes logged to stderr), the project of a call (the server's
-`--project` unless the call names one) and the name the client gave in `initialize`, which
-injection records carry. Tools never hold logic of their own.
+errors the agent can read, crashes logged to stderr), the identity of a call and its project,
+and the name the client gave in `initialize`. Tools never hold logic of their own.
+
+Every call acts as an identity, with the same rules as REST (memoryproject.projects): over
+streamable HTTP the API key of the request (``Authorization: Bearer``, checked by the SDK
+before any MCP message, see memoryproject.mcp_auth); over stdio the identity the server was
+started with (an API key, checked again at every call so a revoked key stops at once, or a
+local ``--project P --scope S``). Receipts record that identity in ``client`` and the
+``initialize`` name beside it as ``client_reported``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from django.apps import apps
 from django.db import close_old_connections
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -31,11 +38,13 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field, WithJsonSchema
 
 from memoryproject import __version__
+from memoryproject.auth import KeyRefused, api_key_verify
 from memoryproject.contracts import Caller, Output
 from memoryproject.errors import ApplicationError
+from memoryproject.mcp_auth import ApiKeyVerifier, auth_settings
 from memoryproject.models import Project
 from memoryproject.operations import Operation
-from memoryproject.projects import project_resolve
+from memoryproject.projects import Identity, LocalIdentity, project_resolve
 
 logger = logging.getLogger("memoryproject.mcp")
 
@@ -55,7 +64,7 @@ memoryproject gives you persistent, verified memory across sessions and tools.
   the old value is kept as history, never deleted).
 - End of a session: save_session with a structured summary (active project, last decision,
   current output, open questions, key files).
-Every call acts on the server's default project unless you pass `project`."""
+Every call acts on your identity's default project unless you pass `project`."""
 
 # The name the client sent in `initialize`, set per request by a server middleware so that
 # tools, resources and prompts (which run in worker threads) can record who asked.
@@ -81,8 +90,9 @@ ProjectArg = Annotated[
     str | None,
     Field(
         description=(
-            "Project slug (lowercase letters, digits, '-' and '_'). Omit to use the server's "
-            "default project. Writes to a project that does not exist yet create it."
+            "Project slug (lowercase letters, digits, '-', '_' and '.'). Omit to use your "
+            "identity's default project. Only projects your API key (or the server's local "
+            "identity) is bound to; none is ever created by a call."
         ),
         max_length=64,
     ),
@@ -90,22 +100,60 @@ ProjectArg = Annotated[
 
 
 class MemoryServer(MCPServer):
-    """An MCPServer that knows the default project of the calls it serves and the operation
-    behind each of its tools."""
+    """An MCPServer that knows who its calls act as, their default project and the operation
+    behind each of its tools.
 
-    def __init__(self, *, default_project: str | None = None, **kwargs: Any) -> None:
+    ``api_key`` (a raw key) or ``local`` is the identity of a stdio server; over streamable
+    HTTP each request's bearer key is (``api_key`` and ``local`` are then None)."""
+
+    def __init__(
+        self,
+        *,
+        default_project: str | None = None,
+        api_key: str | None = None,
+        local: LocalIdentity | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.default_project = default_project
+        self.api_key = api_key
+        self.local = local
         self.operations: dict[str, Operation[Any, Any]] = {}
 
-    def project_for(self, slug: str | None, access: Literal["read", "write"]) -> Project:
-        """The project a call acts on: the one it names, else the server's default.
+    def identity(self) -> Identity:
+        """Who the current call acts as (checked now: a key revoked since is refused)."""
+        token = get_access_token()
+        raw = token.token if token is not None else self.api_key
+        if raw:
+            try:
+                return api_key_verify(raw)
+            except KeyRefused as exc:
+                raise ApplicationError(f"api_key: {exc}", field="api_key") from exc
+        if self.local is not None:
+            return self.local
+        raise ApplicationError(
+            "api_key: this call has no identity: send 'Authorization: Bearer <api key>', or "
+            "start the server with --api-key / MEMORY_API_KEY or --project P --scope S",
+            field="api_key",
+        )
 
-        MCP over stdio is a trusted local caller (no API key): any project may be read, and a
-        write to a project that does not exist yet creates it.
-        """
+    def project_for(
+        self,
+        slug: str | None,
+        access: Literal["read", "write"],
+        identity: Identity | None = None,
+    ) -> Project:
+        """The project a call acts on: the one it names, else the server's default, else the
+        identity's own, resolved for ``access`` exactly as REST resolves it."""
         chosen = slug.strip() if isinstance(slug, str) and slug.strip() else self.default_project
-        return project_resolve(slug=chosen, api_key=None, access=access)
+        who = identity if identity is not None else self.identity()
+        return project_resolve(slug=chosen, api_key=who, access=access)
+
+    def caller(self, identity: Identity | None = None) -> Caller:
+        """The receipts' caller: channel ``mcp``, the authenticated identity and, labelled as
+        self-reported, the client's ``initialize`` name."""
+        who = identity if identity is not None else self.identity()
+        return Caller(channel="mcp", client=who.label, client_reported=current_client())
 
 
 async def _remember_client(
@@ -113,7 +161,9 @@ async def _remember_client(
 ) -> Any:
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
-    name = (getattr(info, "name", "") or "").strip() or UNKNOWN_CLIENT
+    name = str(getattr(info, "name", "") or "")
+    # Printable text only (no NUL or control characters, which receipts refuse).
+    name = "".join(ch for ch in name if ch.isprintable()).strip() or UNKNOWN_CLIENT
     token = _client_name.set(name[:200])
     try:
         return await call_next(ctx)
@@ -122,7 +172,8 @@ async def _remember_client(
 
 
 def current_client() -> str:
-    """The client's name from `initialize` (e.g. "claude-code"), for injection records."""
+    """The client's name from `initialize` (e.g. "claude-code"): self-reported, so receipts
+    keep it apart from the authenticated identity."""
     return _client_name.get()
 
 
@@ -209,16 +260,15 @@ def add_tool(
     render: Callable[[O], str],
 ) -> None:
     """Registers ``operation`` as the tool of its name: arguments parsed by its input model,
-    the project resolved by the server's convention, receipts naming channel ``mcp`` and the
-    client from ``initialize``."""
+    the project resolved for the call's identity with the operation's access (as REST does),
+    receipts naming channel ``mcp``, the identity and the client's self-reported name."""
 
     def call(**arguments: Any) -> CallToolResult:
         def run() -> O:
-            access = operation.local_access or operation.access
-            project = server.project_for(arguments.pop("project", None), access)
+            identity = server.identity()
+            project = server.project_for(arguments.pop("project", None), operation.access, identity)
             params = operation.parse(arguments)
-            caller = Caller(channel="mcp", client=current_client())
-            return operation(project=project, params=params, caller=caller)
+            return operation(project=project, params=params, caller=server.caller(identity))
 
         return tool_call(operation.name, run, render=render)
 
@@ -256,10 +306,22 @@ def build_server(
     *,
     default_project: str | None = None,
     log_level: LogLevel = "WARNING",
+    api_key: str | None = None,
+    local: LocalIdentity | None = None,
+    http_url: str | None = None,
 ) -> MemoryServer:
-    """The MCP server with every app's tools, resources and prompts registered."""
+    """The MCP server with every app's tools, resources and prompts registered.
+
+    Over stdio it acts as ``api_key`` or ``local``; with ``http_url`` (the streamable HTTP
+    endpoint) every request must carry a bearer API key instead."""
+    auth: dict[str, Any] = {}
+    if http_url is not None:
+        auth = {"token_verifier": ApiKeyVerifier(), "auth": auth_settings(http_url)}
+        api_key, local = None, None
     server = MemoryServer(
         default_project=default_project,
+        api_key=api_key,
+        local=local,
         name=SERVER_NAME,
         title="memoryproject",
         description=(
@@ -269,6 +331,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level=log_level,
+        **auth,
     )
     server.middleware.append(_remember_client)
     for app in apps.get_app_configs():

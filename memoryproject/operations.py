@@ -1,7 +1,8 @@
 """Operations: what each door exposes, defined once.
 
 An ``Operation`` ties a typed input and output (see ``memoryproject.contracts``) to the service
-or selector that performs it and to the project access it needs. The REST view
+or selector that performs it and to the project access it needs: "read" or "write", the one
+scope rule both doors apply (a write needs a write or admin key, whatever the door). The REST view
 (``memoryproject.drf.OperationView``) and the MCP tool (``memoryproject.mcp.add_tool``) of an
 operation are both built from the same object, so their arguments, defaults, bounds, errors and
 answers cannot drift apart; ``tests/core/test_operations.py`` checks that every MCP tool and its
@@ -32,9 +33,6 @@ class Operation(Generic[I, O]):
     run: Callable[..., O]
     #: REST answers 201 when this says the call created something (default: never).
     created: Callable[[O], bool] | None = None
-    #: How a keyless local caller (MCP over stdio, commands) resolves the project, when it
-    #: differs from ``access``: a plan writes a receipt, so it creates a project it names.
-    local_access: Access | None = None
 
     def __call__(self, *, project: Project, params: I, caller: Caller) -> O:
         return self.run(project=project, params=params, caller=caller)

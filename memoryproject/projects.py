@@ -1,21 +1,28 @@
 """Choosing the project of a call: the one convention every memory endpoint and tool uses.
 
+Every call acts as an identity: an API key (REST, MCP over HTTP, MCP over stdio started with
+``--api-key``) or a local identity (MCP over stdio started with ``--project P --scope S``, for a
+trusted user of this machine). Both are bound to projects with a scope, and both go through
+`project_resolve`, so REST and MCP answer alike.
+
 Writes name the project in the body, reads in the ``project`` query parameter. When absent, the
-key's single project is used (or ``default`` when the key has several and ``default`` is one of
-them). A key that may not use the named project gets 404 for reads (the items are invisible to
-it) and 403 for writes. Local trusted callers (MCP over stdio, management commands) have no key:
-they may use any project, and a write to a project that does not exist yet creates it.
+identity's single project is used (or ``default`` when it has several and ``default`` is one of
+them). An identity that may not use the named project gets 404 for reads (the items are
+invisible to it) and 403 for writes, whether or not the project exists. Management commands
+run by the machine's operator pass no identity: they may use any existing project. No call ever
+creates a project: ``manage.py create_project`` does.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from memoryproject.errors import ApplicationError, NotFoundError, PermissionDeniedError
-from memoryproject.models import Project, ProjectAPIKey, Scope, slug_validator
+from memoryproject.models import SCOPE_RANK, Project, ProjectAPIKey, Scope, slug_validator
 
 Access = Literal["read", "write"]
 
@@ -29,35 +36,82 @@ def validate_project_slug(slug: str) -> str:
     return slug
 
 
+def create_hint(slug: str) -> str:
+    return f"create it with `python manage.py create_project {slug}`"
+
+
+def project_get(slug: str) -> Project:
+    """An existing project, or a 404 naming the field and how to create it."""
+    try:
+        return Project.objects.get(slug=slug)
+    except Project.DoesNotExist as exc:
+        raise NotFoundError(
+            f"project: no project '{slug}'; {create_hint(slug)}", field="project"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class LocalIdentity:
+    """A trusted local process acting on one project with one scope, chosen when it started
+    (``mcp_serve --project P --scope S``). Receipts name it ``local:<project>/<scope>``."""
+
+    project: str
+    scope: str
+
+    def allows(self, scope: str) -> bool:
+        return SCOPE_RANK[Scope(self.scope)] >= SCOPE_RANK[Scope(scope)]
+
+    @property
+    def label(self) -> str:
+        return f"local:{self.project}/{self.scope}"
+
+    def allowed_projects(self) -> list[Project]:
+        return list(Project.objects.filter(slug=self.project))
+
+
+#: Who a call acts as: an API key or a local identity.
+Identity = ProjectAPIKey | LocalIdentity
+
+
+def identity_label(identity: Identity | None, fallback: str = "") -> str:
+    """How receipts name the authenticated identity."""
+    return identity.label if identity is not None else fallback
+
+
+def _allowed(identity: Identity) -> list[Project]:
+    if isinstance(identity, LocalIdentity):
+        return identity.allowed_projects()
+    return list(identity.projects.all())
+
+
 def project_resolve(
-    *, slug: str | None, api_key: ProjectAPIKey | None, access: Access = "read"
+    *, slug: str | None, api_key: Identity | None, access: Access = "read"
 ) -> Project:
-    """The project a call acts on, or an error naming the ``project`` field."""
+    """The project a call acts on, or an error naming the ``project`` field.
+
+    ``api_key`` is the caller's identity (an API key or a local identity); None only for
+    management commands run by the machine's operator, which may use any existing project."""
     if slug is not None and not isinstance(slug, str):
         raise ApplicationError("project: must be a string (a project slug)", field="project")
     if api_key is None:
-        slug = validate_project_slug(slug) if slug else settings.MEMORY_DEFAULT_PROJECT
-        if access == "write":
-            project, _ = Project.objects.get_or_create(slug=slug, defaults={"name": slug})
-            return project
-        try:
-            return Project.objects.get(slug=slug)
-        except Project.DoesNotExist as exc:
-            raise NotFoundError(f"project: no project '{slug}'", field="project") from exc
+        return project_get(validate_project_slug(slug) if slug else settings.MEMORY_DEFAULT_PROJECT)
 
-    allowed = list(api_key.projects.all())
     if access == "write" and not api_key.allows(Scope.WRITE):
         raise PermissionDeniedError(
-            f"this API key has scope '{api_key.scope}'; writes need scope 'write' or 'admin'"
+            f"this {_kind(api_key)} has scope '{api_key.scope}'; "
+            "writes need scope 'write' or 'admin'"
         )
+    allowed = _allowed(api_key)
     if not slug:
         if len(allowed) == 1:
             return allowed[0]
         for project in allowed:
             if project.slug == settings.MEMORY_DEFAULT_PROJECT:
                 return project
+        if not allowed:
+            raise NotFoundError(f"project: this {_kind(api_key)} has no project", field="project")
         raise ApplicationError(
-            "project: required, because this API key is bound to several projects ("
+            f"project: required, because this {_kind(api_key)} is bound to several projects ("
             + ", ".join(p.slug for p in allowed)
             + ")",
             field="project",
@@ -68,12 +122,16 @@ def project_resolve(
             return project
     if access == "write":
         raise PermissionDeniedError(
-            f"project: this API key may not write to project '{slug}'", field="project"
+            f"project: this {_kind(api_key)} may not write to project '{slug}'", field="project"
         )
-    raise NotFoundError(f"project: no project '{slug}' for this API key", field="project")
+    raise NotFoundError(f"project: no project '{slug}' for this {_kind(api_key)}", field="project")
 
 
-def projects_visible_to(api_key: ProjectAPIKey | None) -> list[Project]:
+def _kind(identity: Identity) -> str:
+    return "local identity" if isinstance(identity, LocalIdentity) else "API key"
+
+
+def projects_visible_to(api_key: Identity | None) -> list[Project]:
     if api_key is None:
         return list(Project.objects.all())
-    return list(api_key.projects.all())
+    return _allowed(api_key)

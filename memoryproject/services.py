@@ -15,6 +15,16 @@ from memoryproject.models import Project, ProjectAPIKey, Scope
 from memoryproject.projects import validate_project_slug
 
 
+def project_create(*, slug: str, name: str = "") -> tuple[Project, bool]:
+    """Creates a project (the only way one comes into being besides ``create_api_key
+    --create-projects`` and the first run); answers it and whether it was created."""
+    slug = validate_project_slug(slug)
+    project, created = Project.objects.get_or_create(
+        slug=slug, defaults={"name": (name or "").strip()[:200] or slug}
+    )
+    return project, created
+
+
 def api_key_create(
     *, name: str, project_slugs: Sequence[str], scope: str, create_projects: bool = False
 ) -> tuple[ProjectAPIKey, str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import time
 from pathlib import Path
 
 import environ
@@ -42,21 +45,44 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item for item in env.list(name, cast=str.strip, default=default) if item]
 
 
+# Off unless asked for: the debug pages show settings and source to whoever triggers an error.
 DEBUG = env.bool("DEBUG", default=False)
 
-# Read verbatim: django-environ takes a value starting with "$" for the name of another
-# variable, and Django's generated keys may start with one.
-SECRET_KEY = os.environ.get("SECRET_KEY", "").strip()
-if not SECRET_KEY:
-    if DEBUG:
-        SECRET_KEY = "django-insecure-development-only-key-never-use-in-production"
-    else:
+
+def secret_key_from_file(path: Path) -> str:
+    """The key stored in ``path``, made (random, readable by the owner only) on first use, so
+    that every command of one installation signs with the same key without configuration."""
+    with contextlib.suppress(OSError):  # os.open below names the problem
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    except OSError as exc:
         raise ImproperlyConfigured(
-            "SECRET_KEY is not set. memoryproject refuses to start in production mode "
-            "(DEBUG off) without one. Set SECRET_KEY to a long random string, e.g. "
-            "SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(50))'), "
-            "or set DEBUG=1 for local development."
-        )
+            f"SECRET_KEY is not set and SECRET_KEY_FILE ({path}) cannot be created ({exc}). "
+            "Set SECRET_KEY to a long random string, or SECRET_KEY_FILE to a writable path."
+        ) from exc
+    else:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50) + "\n")
+    key = ""
+    for _ in range(50):  # another process may be writing it this very moment
+        key = path.read_text().strip()
+        if key:
+            break
+        time.sleep(0.01)
+    if len(key) < 50:
+        raise ImproperlyConfigured(f"{path} must hold a secret key of at least 50 characters")
+    return key
+
+
+# Read verbatim: django-environ takes a value starting with "$" for the name of another
+# variable, and Django's generated keys may start with one. Unset: the installation's own key,
+# generated on first run into a git-ignored file.
+SECRET_KEY = os.environ.get("SECRET_KEY", "").strip() or secret_key_from_file(
+    Path(env.str("SECRET_KEY_FILE", default="") or BASE_DIR / "data" / "secret_key")
+)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -74,6 +100,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "import_export",
     "memoryproject",
     "sessions_app",
     "graph_app",
@@ -82,6 +109,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryproject.middleware.JsonErrorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -144,11 +172,12 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memoryproject.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["memoryproject.auth.HasProjectApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memoryproject.drf_base.JsonBodyParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "memoryproject.drf_base.Pagination",
+    "DEFAULT_METADATA_CLASS": "memoryproject.drf_base.Metadata",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memoryproject.drf.ApiSchema",
     "EXCEPTION_HANDLER": "memoryproject.drf.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -171,8 +200,23 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [],
 }
 
+# Console export (django-import-export): export needs the model's "export" permission (the
+# Compliance officer group has it for the injection log). The library's own formula escaping
+# stays off: it only strips a leading "="; audit_app.export escapes =, +, -, @ in CSV cells.
+IMPORT_EXPORT_EXPORT_PERMISSION_CODE = "export"
+IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT = False
+
+# The largest page any list answers (its `limit`), and the largest body a request may send
+# (a larger one is refused with 413 before it is read).
+MEMORY_MAX_PAGE_SIZE = env_int("MAX_PAGE_SIZE", 200)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 2_621_440)
+
 # Product settings.
 MEMORY_DEFAULT_PROJECT = env.str("MEMORY_DEFAULT_PROJECT", default="default")
+# Failed authentication (REST and MCP over HTTP): after this many refused keys within the
+# window (seconds) from one address or for one key prefix, answer 429 until the window ends.
+MEMORY_AUTH_FAILURES = env_int("MEMORY_AUTH_FAILURES", 10)
+MEMORY_AUTH_FAILURE_WINDOW = env_int("MEMORY_AUTH_FAILURE_WINDOW", 300)
 SESSION_MAX_AGE_DAYS = env_int("SESSION_MAX_AGE_DAYS", 14)
 SESSION_SUMMARY_MAX_CHARS = env_int("SESSION_SUMMARY_MAX_CHARS", 20000)
 
@@ -216,7 +260,36 @@ LOGGING = {
     "root": {"handlers": ["stderr"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
 
-if not DEBUG:
-    SECURE_CONTENT_TYPE_NOSNIFF = True
-    SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
-    CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+# A cache shared by every worker and server (failed-authentication throttling counts there):
+# Redis when REDIS_URL is set, else this process's memory.
+REDIS_URL = env.str("REDIS_URL", default="")
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="memoryproject"),
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
+# HTTP safety. With DEBUG off the defaults are those of a public deployment behind TLS
+# (`manage.py check --deploy` is clean); PLAIN_HTTP=1 serves plain HTTP on a trusted address
+# (`make run` on 127.0.0.1). Each setting can also be set on its own.
+PLAIN_HTTP = env.bool("PLAIN_HTTP", default=DEBUG)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not PLAIN_HTTP)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=not PLAIN_HTTP)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if PLAIN_HTTP else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# Behind a TLS-terminating proxy: trust its X-Forwarded-Proto header (only when the proxy sets
+# it on every request and clients cannot reach the server around it).
+if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# /healthz answers probes over plain HTTP from inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]

@@ -1,4 +1,4 @@
-"""Settings for the test suite: the real settings with a test-only secret.
+"""Settings for the test suite: the real settings with a test-only secret, over plain HTTP.
 
 The database still comes from DATABASE_URL, so the same suite runs on SQLite and PostgreSQL.
 SQLite tests use a file (not :memory:) so that server processes spawned by tests (MCP over
@@ -8,6 +8,8 @@ stdio) see the same data. MEMORY_TEST_DB_SUFFIX keeps concurrent suites on one m
 import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
+# The test client, live servers and servers the tests start speak plain HTTP on loopback.
+os.environ.setdefault("PLAIN_HTTP", "1")
 
 from memoryproject.settings import *  # noqa: F403
 from memoryproject.settings import BASE_DIR, DATABASES, STORAGES

@@ -60,3 +60,10 @@ def iso(value: datetime | None) -> str | None:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def human_utc(value: datetime | None) -> str:
+    """``2026-11-30 16:00:12 UTC``: to the second, for titles people read ("" for None)."""
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

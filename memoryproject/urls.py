@@ -30,5 +30,7 @@ urlpatterns = [
     path("", views.landing, name="landing"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("console/", include("audit_app.console.urls")),
+    path("console/graph/", include("graph_app.console.urls")),
     path("v1/", include(v1)),
 ]

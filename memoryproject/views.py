@@ -18,11 +18,8 @@ from memoryproject.projects import projects_visible_to
 
 
 def landing(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "landing.html",
-        {"version": settings.VERSION, "base_dir": str(settings.BASE_DIR)},
-    )
+    # No filesystem path of this machine appears: the page is public.
+    return render(request, "landing.html", {"version": settings.VERSION})
 
 
 def _pending_migrations() -> bool:
@@ -41,7 +38,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
             {
                 "status": "error",
                 "database": connection.vendor,
-                "error": str(exc),
+                "error": type(exc).__name__,
                 "version": settings.VERSION,
             },
             status=503,

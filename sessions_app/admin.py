@@ -4,8 +4,9 @@ never deleted here (receipts point to them; content is removed only by erasure).
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.safestring import SafeString
 
-from memoryproject.admin import ServiceRowsAdmin
+from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
 from sessions_app.models import SessionSummary, Trace
 
 
@@ -13,7 +14,7 @@ from sessions_app.models import SessionSummary, Trace
 class TraceAdmin(ServiceRowsAdmin):
     list_display = [
         "trace_id",
-        "created_at",
+        "created_cell",
         "project",
         "model",
         "policy",
@@ -27,10 +28,26 @@ class TraceAdmin(ServiceRowsAdmin):
     date_hierarchy = "created_at"
     list_select_related = ["project"]
 
+    @admin.display(description="created (UTC · local)", ordering="created_at")
+    def created_cell(self, trace: Trace) -> SafeString:
+        return utc_time_cell(trace.created_at)
+
 
 @admin.register(SessionSummary)
 class SessionSummaryAdmin(ServiceRowsAdmin):
-    list_display = ["created_at", "project", "decision", "trust_score", "risk", "tokens"]
+    list_display = [
+        "__str__",
+        "created_cell",
+        "project",
+        "decision",
+        "trust_score",
+        "risk",
+        "tokens",
+    ]
     list_filter = ["decision", "project"]
-    search_fields = ["summary"]
-    list_select_related = ["project"]
+    search_fields = ["summary", "trace__trace_id"]
+    list_select_related = ["project", "trace"]
+
+    @admin.display(description="created (UTC · local)", ordering="created_at")
+    def created_cell(self, summary: SessionSummary) -> SafeString:
+        return utc_time_cell(summary.created_at)

@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, computed_field
+from pydantic import AfterValidator, ConfigDict, Field, computed_field, model_validator
 from pydantic_core import PydanticCustomError
 
 from memoryproject.contracts import (
@@ -25,10 +25,13 @@ from memoryproject.contracts import (
     rule_error,
 )
 from memoryproject.errors import validation_error
+from memoryproject.screening import FlaggedOut, ScreeningOut
 
 Decision = Literal["PASS", "REFINE", "ESCALATE"]
 Mode = Literal["auto", "force", "dry_run"]
 TRACE_METADATA_MAX_BYTES = 65_536
+#: How far trust_score + risk may be from 1 (R = 1 - C).
+SCORE_TOLERANCE = 1e-6
 #: The structured context fields a trace may carry, at the top level or inside metadata.
 CONTEXT_TEXT_FIELDS = ("active_project", "last_decision", "current_output")
 CONTEXT_LIST_FIELDS = ("open_questions", "key_files")
@@ -77,10 +80,18 @@ class TraceInput(Input):
         None
     )
     decision: Annotated[
-        Decision | None, BlankIsNone, Field(description="Default: the gate of the risk")
+        Decision | None,
+        BlankIsNone,
+        Field(
+            description="Default: the gate of the risk (PASS below 0.25, REFINE below 0.60, "
+            "else ESCALATE); when given it must be that gate."
+        ),
     ] = None
     trust_score: Annotated[Unit | None, Field(description="0..1; default scored")] = None
-    risk: Annotated[Unit | None, Field(description="0..1; default 1 - trust_score")] = None
+    risk: Annotated[
+        Unit | None,
+        Field(description="0..1; default 1 - trust_score; with it, must equal 1 - trust_score."),
+    ] = None
     status_code: Annotated[int | None, Field(ge=100, le=599)] = None
     active_project: str | None = None
     last_decision: str | None = None
@@ -88,6 +99,16 @@ class TraceInput(Input):
     open_questions: list[str] | str | None = None
     key_files: list[str] | str | None = None
     metadata: Annotated[Metadata | None, Field(description="Any JSON object")] = None
+
+    @model_validator(mode="after")
+    def _scores_agree(self) -> TraceInput:
+        # R = 1 - C: a trace that says both must say the same thing twice.
+        trust, risk = self.trust_score, self.risk
+        if trust is not None and risk is not None and abs(trust + risk - 1.0) > SCORE_TOLERANCE:
+            raise validation_error(
+                "risk", f"must equal 1 - trust_score ({1.0 - trust:.4f}), got {risk}"
+            )
+        return self
 
     def merged_metadata(self) -> dict[str, Any]:
         """Metadata with the context fields and every unnamed key folded in."""
@@ -114,6 +135,8 @@ class TraceInput(Input):
 
 
 class TraceOut(Output):
+    omit_when_none = frozenset({"screening"})
+
     trace_id: str
     project: str
     created_at: UtcDatetime
@@ -124,6 +147,9 @@ class TraceOut(Output):
     risk: float
     status_code: int | None
     metadata: dict[str, Any]
+    screening: ScreeningOut | None = Field(
+        None, description="The answer to a write: what screening masked and flagged."
+    )
 
 
 class TracePage(Output):
@@ -158,8 +184,18 @@ class TrustSignals(Output):
 
 
 class PlanSignals(TrustSignals):
+    omit_when_none = frozenset({"injection", "flagged"})
+
     traces_used: int
     fields_present: list[str]
+    injection: float | None = Field(
+        None,
+        description="Present when the context holds instruction-like passages: their share of "
+        "ua (0.6 each, at most 1). Such context is never injected in mode auto.",
+    )
+    flagged: list[FlaggedOut] | None = Field(
+        None, description="The instruction-like passages, quoted, with the field and rule."
+    )
 
 
 class PlanContext(Output):
@@ -180,7 +216,9 @@ class _Scored(Output):
 
 
 class PlanResult(_Scored):
-    omit_when_none = frozenset({"system_prompt", "flagged_reason", "would_inject"})
+    omit_when_none = frozenset(
+        {"system_prompt", "flagged_reason", "would_inject", "review_id", "approved_by"}
+    )
 
     status: Literal["injected", "flagged", "empty"]
     mode: Mode
@@ -197,6 +235,16 @@ class PlanResult(_Scored):
     trace_ids: list[str]
     generated_at: UtcDatetime
     injection_id: int = Field(description="Receipt of this decision in the injection log.")
+    review_id: int | None = Field(
+        None,
+        description=(
+            "A flagged plan in mode auto: the review that now holds it. An injected plan: the "
+            "review whose approved context this is."
+        ),
+    )
+    approved_by: str | None = Field(
+        None, description="Present when the context delivered is one a reviewer approved."
+    )
 
 
 # --- session summaries ------------------------------------------------------------------------
@@ -222,6 +270,10 @@ class SaveResult(_Scored):
     tokens: int
     signals: dict[str, Any] = Field(description="Why the summary scored as it did.")
     saved_at: UtcDatetime
+    screening: ScreeningOut = Field(
+        description="What screening masked in the summary before it was stored, and the "
+        "instruction-like passages it flagged (a flagged summary is never loaded)."
+    )
 
 
 class LoadInput(Input):
@@ -251,6 +303,8 @@ class LoadResult(Output):
             "system_prompt",
             "generated_at",
             "injection_id",
+            "review_id",
+            "approved_by",
         }
     )
 
@@ -259,7 +313,7 @@ class LoadResult(Output):
     threshold: float
     max_age_days: int
     reason: str | None = Field(None, description="found=false: why nothing was returned.")
-    rule: Literal["none", "max_age", "threshold"] | None = Field(
+    rule: Literal["none", "max_age", "threshold", "flagged"] | None = Field(
         None, description="found=false: the rule that refused."
     )
     trace_id: str | None = None
@@ -275,6 +329,16 @@ class LoadResult(Output):
     )
     generated_at: UtcDatetime | None = None
     injection_id: int | None = None
+    review_id: int | None = Field(
+        None,
+        description=(
+            "rule threshold: the review that now holds the refused summary. found=true: the "
+            "review whose approved summary this is."
+        ),
+    )
+    approved_by: str | None = Field(
+        None, description="Present when the summary delivered is one a reviewer approved."
+    )
 
     @computed_field(description="The same as trust_score.")  # type: ignore[prop-decorator]
     @property

@@ -1,8 +1,8 @@
 """Session memory over MCP: save_session, load_session, plan_context and memory://sessions/latest.
 
 Thin adapters over sessions_app.services: the structured content of each tool is exactly the
-REST response body, and injections are receipted like REST ones, with channel "mcp" and the
-client's name from `initialize`.
+REST response body, and injections are receipted like REST ones, with channel "mcp", the
+call's identity and, beside it, the client's self-reported name from `initialize`.
 """
 
 from typing import Annotated
@@ -12,12 +12,10 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
 from graph_app.mcp_tools.compile import prompt_with_memory
-from memoryproject.contracts import Caller
 from memoryproject.mcp import (
     WRITE,
     MemoryServer,
     add_tool,
-    current_client,
     prompt_render,
     resource_read,
 )
@@ -120,17 +118,13 @@ def register(server: MemoryServer) -> None:
     _register_resume(server)
 
 
-def _caller() -> Caller:
-    return Caller(channel="mcp", client=current_client())
-
-
 def _register_latest(server: MemoryServer) -> None:
     @server.resource(
         "memory://sessions/latest",
         name="sessions-latest",
         title="Latest verified session context",
         description=(
-            "The latest saved session summary of the server's default project that passes the "
+            "The latest saved session summary of your default project that passes the "
             "default trust threshold and age limit, as an inject-ready block; otherwise why "
             "there is none. Reading it receipts the injection like load_session."
         ),
@@ -140,7 +134,7 @@ def _register_latest(server: MemoryServer) -> None:
         data = resource_read(
             "memory://sessions/latest",
             lambda: services.session_load(
-                project=server.project_for(None, "read"), caller=_caller()
+                project=server.project_for(None, "read"), caller=server.caller()
             ),
         )
         return render_load(data)
@@ -148,7 +142,7 @@ def _register_latest(server: MemoryServer) -> None:
 
 def _resume_message(server: MemoryServer, project: str | None) -> str:
     target = server.project_for(project, "read")
-    loaded = services.session_load(project=target, caller=_caller())
+    loaded = services.session_load(project=target, caller=server.caller())
     parts = [f"Resume work on project '{target.slug}'."]
     if not loaded.found:
         parts.append(f"There is no trusted saved session to resume: {loaded.reason}")
@@ -181,7 +175,7 @@ def _register_resume(server: MemoryServer) -> None:
     def session_resume(
         project: Annotated[
             str | None,
-            Field(description="Project slug; omit for the server's default project."),
+            Field(description="Project slug; omit for your default project."),
         ] = None,
     ) -> list[UserMessage]:
         return [

@@ -13,14 +13,16 @@ import uuid
 from django.db import models
 
 from memoryproject.models import Project
-from memoryproject.timeutil import utcnow
+from memoryproject.timeutil import human_utc, utcnow
 
 DECISION_CHOICES = [("PASS", "PASS"), ("REFINE", "REFINE"), ("ESCALATE", "ESCALATE")]
 SESSION_SAVE_POLICY = "session_save"
 
 
 class Trace(models.Model):
-    trace_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # Unique within its project (see the constraint): a client may choose the id, and whether
+    # another project holds the same id must never show.
+    trace_id = models.UUIDField(default=uuid.uuid4, editable=False, db_index=True)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="traces")
     created_at = models.DateTimeField(default=utcnow)
     model = models.CharField(max_length=200, blank=True)
@@ -41,6 +43,9 @@ class Trace(models.Model):
             models.Index(fields=["project", "model", "created_at"], name="trace_project_model"),
         ]
         constraints = [
+            models.UniqueConstraint(
+                fields=["project", "trace_id"], name="trace_unique_per_project"
+            ),
             models.CheckConstraint(
                 condition=models.Q(trust_score__gte=0, trust_score__lte=1),
                 name="trace_trust_score_0_1",
@@ -55,7 +60,12 @@ class Trace(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.trace_id} ({self.project.slug})"
+        # "Trace of claude-sonnet in demo — PASS, 2026-11-30 16:00:12 UTC (1c9e…)"
+        model = f" of {self.model}" if self.model else ""
+        return (
+            f"Trace{model} in {self.project.slug} — {self.decision}, "
+            f"{human_utc(self.created_at)} ({self.trace_id})"
+        )
 
 
 class SessionSummary(models.Model):
@@ -83,4 +93,7 @@ class SessionSummary(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"summary {self.trace.trace_id} ({self.project.slug})"
+        return (
+            f"Session summary for {self.project.slug} — {self.decision}, "
+            f"{human_utc(self.created_at)}"
+        )

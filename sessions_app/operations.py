@@ -19,14 +19,7 @@ TRACE_RECORD = Operation(
     "trace_record", TraceInput, TraceOut, "write", services.trace_record, lambda _: True
 )
 # A plan only reads memory (plus its receipt): a read-scoped key may ask for one.
-PLAN_CONTEXT = Operation(
-    "plan_context",
-    PlanInput,
-    PlanResult,
-    "read",
-    services.plan_context,
-    local_access="write",
-)
+PLAN_CONTEXT = Operation("plan_context", PlanInput, PlanResult, "read", services.plan_context)
 SESSION_SAVE = Operation(
     "save_session", SaveInput, SaveResult, "write", services.session_save, lambda _: True
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from memoryproject.errors import NotFoundError
+from memoryproject.errors import ApplicationError, NotFoundError
 from memoryproject.models import Project
 from sessions_app.contracts import TraceOut
 from sessions_app.domain.context import TraceView
@@ -43,9 +43,19 @@ def trace_get(*, trace_id: uuid.UUID | str, project_ids: list[int] | None) -> Tr
     if project_ids is not None:
         queryset = queryset.filter(project_id__in=project_ids)
     try:
-        return queryset.get(trace_id=uuid.UUID(str(trace_id)))
-    except (Trace.DoesNotExist, ValueError) as exc:
-        raise NotFoundError(f"trace_id: no trace '{trace_id}'", field="trace_id") from exc
+        found = list(queryset.filter(trace_id=uuid.UUID(str(trace_id)))[:2])
+    except ValueError:
+        found = []
+    if not found:
+        raise NotFoundError(f"trace_id: no trace '{trace_id}'", field="trace_id")
+    if len(found) > 1:
+        # A trace id is unique within its project: the caller sees it in several.
+        raise ApplicationError(
+            f"project: required, trace '{trace_id}' is in several of your projects; "
+            "name one with ?project=",
+            field="project",
+        )
+    return found[0]
 
 
 def traces_recent(*, project: Project, n: int) -> list[TraceView]:
@@ -99,7 +109,8 @@ def summary_sha256(summary: SessionSummary) -> str:
     )
 
 
-def trace_view(trace: Trace) -> TraceOut:
+def trace_view(trace: Trace, **extra: Any) -> TraceOut:
+    """The trace as answered; ``extra`` adds the fields only a write answers (screening)."""
     return TraceOut(
         trace_id=str(trace.trace_id),
         project=trace.project.slug,
@@ -111,6 +122,7 @@ def trace_view(trace: Trace) -> TraceOut:
         risk=trace.risk,
         status_code=trace.status_code,
         metadata=trace.metadata,
+        **extra,
     )
 
 

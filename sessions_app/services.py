@@ -15,10 +15,21 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from audit_app.models import Review
+from audit_app.reviews import review_claim, review_delivered, review_open, review_stored
 from audit_app.services import injection_log_append
 from memoryproject.contracts import Caller, takes
+from memoryproject.domain.screening import (
+    Flag,
+    Masked,
+    Screening,
+    flags_reason,
+    record_screen,
+    text_mask,
+)
 from memoryproject.errors import ConflictError, validation_error
 from memoryproject.models import Project
+from memoryproject.screening import screening_out
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.tokens import count_tokens
 from sessions_app.contracts import (
@@ -36,8 +47,10 @@ from sessions_app.contracts import (
 from sessions_app.domain.context import (
     REQUIRED_FIELDS,
     ExtractedContext,
+    TraceView,
     context_extract,
     context_score,
+    context_screen,
     system_prompt_render,
 )
 from sessions_app.domain.summary import summary_score
@@ -58,20 +71,45 @@ FUTURE_TOLERANCE = timedelta(minutes=5)
 # ---- traces ---------------------------------------------------------------------------------
 
 
-def _trace_score(params: TraceInput, metadata: dict[str, object]) -> tuple[float, float]:
-    """The client's score when it sent one (the missing half is 1 minus the other); otherwise
-    the trace scored on its own fields."""
+def _trace_score(
+    params: TraceInput, metadata: dict[str, object], *, injection: float
+) -> tuple[float, float]:
+    """The client's score when it sent one (kept to 4 decimals; risk is 1 minus the trust
+    score, which the contract checked when both came); otherwise the trace scored on its own
+    fields, instruction-like content counting into Ua."""
     trust, risk = params.trust_score, params.risk
     if trust is None and risk is None:
         present = sum(1 for name in REQUIRED_FIELDS if str(metadata.get(name) or "").strip())
         failed = params.status_code is not None and params.status_code >= 400
-        score = trust_score(p=present / len(REQUIRED_FIELDS), ue=0.0, ua=0.5 if failed else 0.0)
+        score = trust_score(
+            p=present / len(REQUIRED_FIELDS),
+            ue=0.0,
+            ua=0.5 if failed else 0.0,
+            injection=injection,
+        )
         return score.confidence, score.risk
     if trust is None:
         assert risk is not None
-        return round(1.0 - risk, 4), round(risk, 4)
-    risk = round(1.0 - trust, 4) if risk is None else risk
-    return round(trust, 4), round(risk, 4)
+        return round(1.0 - round(risk, 4), 4), round(risk, 4)
+    return round(trust, 4), round(1.0 - round(trust, 4), 4)
+
+
+def _trace_decision(params: TraceInput, risk: float) -> str:
+    """The gate of the stored risk; a decision the client sends must be that gate."""
+    gate = action_gate(risk)
+    if params.decision is not None and params.decision != gate:
+        raise validation_error(
+            "decision",
+            f"must be {gate}, the gate of risk {risk:.4f} (PASS below 0.25, REFINE below 0.60, "
+            f"else ESCALATE), got {params.decision}",
+        )
+    return gate
+
+
+def _trace_screen(params: TraceInput, metadata: dict[str, object]) -> Screening:
+    """Masks the secrets in every text field and metadata value; flags instruction-like text."""
+    model, policy = (params.model or "").strip(), (params.policy or "").strip()
+    return record_screen({"model": model, "policy": policy, "metadata": metadata})
 
 
 @takes(TraceInput)
@@ -82,31 +120,37 @@ def trace_record(*, project: Project, params: TraceInput) -> TraceOut:
     open_questions, key_files) may come at the top level or inside metadata; any other key the
     client sends is kept in metadata too. When the client sends no score, the trace is scored
     by the trust model on its own fields: p = share of the three required context fields it
-    carries, Ua = 0.5 for a failed call (status_code >= 400).
+    carries, Ua = 0.5 for a failed call (status_code >= 400) plus the injection signal of
+    instruction-like passages. A sent ``decision`` must be the gate of the risk. Secrets are
+    masked before anything is stored; the answer's ``screening`` says what was masked and
+    flagged.
     """
-    metadata = params.merged_metadata()
+    screened = _trace_screen(params, params.merged_metadata())
+    metadata = screened.fields["metadata"]
     now = utcnow()
     created_at = params.created_at or now
     if created_at > now + FUTURE_TOLERANCE:
         raise validation_error("created_at", f"must not be in the future, got {iso(created_at)}")
-    trust, risk = _trace_score(params, metadata)
+    trust, risk = _trace_score(params, metadata, injection=screened.injection)
+    decision = _trace_decision(params, risk)
     trace_id = uuid.UUID(params.trace_id) if params.trace_id else uuid.uuid4()
     with transaction.atomic():
-        if Trace.objects.filter(trace_id=trace_id).exists():
+        # Only the project's own traces: another project's ids must not show (unique per project).
+        if Trace.objects.filter(project=project, trace_id=trace_id).exists():
             raise ConflictError(f"trace_id: trace '{trace_id}' already exists", field="trace_id")
         trace = Trace.objects.create(
             trace_id=trace_id,
             project=project,
             created_at=created_at,
-            model=(params.model or "").strip(),
-            policy=(params.policy or "").strip(),
-            decision=params.decision or action_gate(risk),
+            model=screened.fields["model"][: Trace._meta.get_field("model").max_length],
+            policy=screened.fields["policy"][: Trace._meta.get_field("policy").max_length],
+            decision=decision,
             trust_score=trust,
             risk=risk,
             status_code=params.status_code,
             metadata=metadata,
         )
-    return trace_view(trace)
+    return trace_view(trace, screening=screening_out(screened))
 
 
 # ---- plan -----------------------------------------------------------------------------------
@@ -121,11 +165,16 @@ def _empty_reason(project: Project) -> str:
     )
 
 
+def _plan_passes(params: PlanInput, score: TrustScore, context: ExtractedContext) -> bool:
+    """What mode auto requires: the threshold met and no instruction-like passage."""
+    return score.confidence >= params.trust_threshold and not context.flagged
+
+
 def _plan_verdict(
-    *, params: PlanInput, score: TrustScore, has_traces: bool
+    *, params: PlanInput, score: TrustScore, has_traces: bool, context: ExtractedContext
 ) -> tuple[str, str, str]:
     """(status, decision, flagged_reason) of a plan: injected, flagged or empty."""
-    passes = score.confidence >= params.trust_threshold
+    passes = _plan_passes(params, score, context)
     if not has_traces:
         return "empty", ESCALATE, ""
     if params.mode == "force" or (params.mode == "auto" and passes):
@@ -134,6 +183,8 @@ def _plan_verdict(
         f"Trust score {score.confidence:.4f} below threshold {params.trust_threshold:.4f}. "
         "Manual review recommended."
     )
+    if context.flagged:
+        below = f"{flags_reason(context.flagged)} {below}"
     if params.mode != "dry_run":
         return "flagged", score.decision, below
     meets = (
@@ -154,12 +205,17 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
     Every call appends exactly one injection record, in the same transaction.
     """
     with transaction.atomic():
+        approved = (
+            review_claim(project=project, source="plan") if params.mode != "dry_run" else None
+        )
+        if approved is not None:
+            return _plan_approved(project=project, params=params, caller=caller, review=approved)
         generated_at = utcnow()
         traces = traces_recent(project=project, n=params.n)
-        context = context_extract(traces)
+        context = context_screen(context_extract(traces))
         score = context_score(context, traces)
         status, decision, flagged_reason = _plan_verdict(
-            params=params, score=score, has_traces=bool(traces)
+            params=params, score=score, has_traces=bool(traces), context=context
         )
         if status == "empty":
             flagged_reason = _empty_reason(project)
@@ -171,6 +227,7 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
             project=project,
             channel=caller.channel,
             client=caller.client,
+            client_reported=caller.client_reported,
             status=status,
             decision=decision,
             trust_score=score.confidence,
@@ -182,6 +239,11 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
             source="plan",
             request=params.model_dump(mode="json"),
             items=[{"kind": "trace", "id": t.trace_id, "sha256": t.sha256} for t in traces],
+        )
+        review = (
+            _plan_review(project, params, record.pk, flagged_reason, score, context, traces)
+            if status == "flagged" and params.mode == "auto"
+            else None
         )
     return PlanResult(
         status=status,  # type: ignore[arg-type]
@@ -197,18 +259,100 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
         system_prompt=system_prompt if status == "injected" else None,
         flagged_reason=flagged_reason if status != "injected" else None,
         would_inject=(
-            bool(traces) and score.confidence >= params.trust_threshold
+            bool(traces) and _plan_passes(params, score, context)
             if params.mode == "dry_run"
             else None
         ),
         trace_ids=trace_ids,
         generated_at=generated_at,
         injection_id=record.pk,
+        review_id=review.pk if review is not None else None,
+    )
+
+
+def _plan_review(
+    project: Project,
+    params: PlanInput,
+    injection_id: int,
+    reason: str,
+    score: TrustScore,
+    context: ExtractedContext,
+    traces: list[TraceView],
+) -> Review:
+    """Queues a plan flagged in mode auto for review, with the text it would have injected."""
+    return review_open(
+        project=project,
+        source="plan",
+        reason=reason,
+        trust_score=score.confidence,
+        risk=score.risk,
+        threshold=params.trust_threshold,
+        decision=score.decision,
+        signals=_plan_signals(score, context, len(traces)).model_dump(mode="json"),
+        context=context.as_dict(),
+        trace_ids=[t.trace_id for t in traces],
+        items=[{"kind": "trace", "id": t.trace_id, "sha256": t.sha256} for t in traces],
+        text=system_prompt_render(context, score, len(traces)),
+        flagged_injection_id=injection_id,
+    )
+
+
+def _plan_approved(
+    *, project: Project, params: PlanInput, caller: Caller, review: Review
+) -> PlanResult:
+    """Delivers the context a reviewer approved (claimed by ``review_claim``), receipted like
+    any injection and marked with the review and the reviewer."""
+    generated_at = utcnow()
+    record = injection_log_append(
+        project=project,
+        channel=caller.channel,
+        client=caller.client,
+        client_reported=caller.client_reported,
+        status="injected",
+        decision=review.decision,
+        trust_score=review.trust_score,
+        threshold=review.threshold,
+        mode="approved",
+        trace_ids=review.trace_ids,
+        system_prompt=review.text,
+        generated_at=generated_at,
+        source="plan",
+        request={
+            **params.model_dump(mode="json"),
+            "review_id": review.pk,
+            "approved_by": review.decided_by,
+        },
+        items=review.items,
+    )
+    review_delivered(review=review, injection_id=record.pk)
+    return PlanResult(
+        status="injected",
+        mode=params.mode,
+        dry_run=False,
+        project=project.slug,
+        trust_score=review.trust_score,
+        risk=review.risk,
+        decision=review.decision,  # type: ignore[arg-type]
+        threshold=review.threshold,
+        signals=review_stored(review.signals, PlanSignals, what="signals"),
+        context=review_stored(review.context, PlanContext, what="context"),
+        system_prompt=review.text,
+        trace_ids=list(review.trace_ids),
+        generated_at=generated_at,
+        injection_id=record.pk,
+        review_id=review.pk,
+        approved_by=review.decided_by,
     )
 
 
 def _plan_signals(score: TrustScore, context: ExtractedContext, used: int) -> PlanSignals:
-    return PlanSignals(**score.signals(), traces_used=used, fields_present=context.present_fields())
+    flagged = [f.as_dict() for f in context.flagged] or None
+    return PlanSignals(
+        **score.signals(),
+        traces_used=used,
+        fields_present=context.present_fields(),
+        flagged=flagged,  # type: ignore[arg-type]
+    )
 
 
 # ---- session summaries ----------------------------------------------------------------------
@@ -221,7 +365,9 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
     The score rewards the five things the next session needs (active project, last decision,
     current output, open questions, key files) and penalises vague, repetitive, hedging or short
     text; the signals explain it (see sessions_app.domain.summary). The length limit is the
-    ``SESSION_SUMMARY_MAX_CHARS`` setting.
+    ``SESSION_SUMMARY_MAX_CHARS`` setting. Secrets are masked before the summary is stored or
+    scored; instruction-like passages are flagged (they lower the score and a flagged summary
+    is never loaded); ``screening`` in the answer says what was masked and flagged.
     """
     summary, limit = params.summary, settings.SESSION_SUMMARY_MAX_CHARS
     if not summary.strip():
@@ -230,7 +376,7 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
         raise validation_error("summary", f"must be at most {limit} characters, got {len(summary)}")
     if "\x00" in summary:
         raise validation_error("summary", "must not contain NUL characters")
-    text = summary.strip()
+    text, masks = text_mask(summary.strip())
     scored = summary_score(text)
     score = scored.score
     tokens = count_tokens(text)
@@ -257,7 +403,10 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
             decision=score.decision,
             created_at=now,
         )
-    return SaveResult(project=project.slug, **summary_fields(saved))
+    screening = screening_out(
+        masked=[Masked("summary", kind, n) for kind, n in masks.items()], flagged=scored.flagged
+    )
+    return SaveResult(project=project.slug, **summary_fields(saved), screening=screening)
 
 
 def session_block_render(summary: SessionSummary) -> str:
@@ -270,6 +419,7 @@ def session_block_render(summary: SessionSummary) -> str:
 def _refusal(project: Project, threshold: float, max_age_days: int, cutoff: datetime) -> LoadResult:
     latest = session_summary_latest(project=project)
     fresh = session_summary_latest(project=project, since=cutoff) if latest else None
+    review_id: int | None = None
     if latest is None:
         rule = "none"
         reason = (
@@ -291,7 +441,8 @@ def _refusal(project: Project, threshold: float, max_age_days: int, cutoff: date
             f"{fresh.trace.trace_id}) has trust score {fresh.trust_score:.4f}, below the "
             f"threshold {threshold:.4f}, and no fresher summary passes; low-trust context "
             "is never returned."
-        )
+        ) + _summary_flags(fresh, prefix=" ")
+        review_id = _load_review(project, fresh, threshold, reason).pk
     return LoadResult(
         found=False,
         project=project.slug,
@@ -299,14 +450,84 @@ def _refusal(project: Project, threshold: float, max_age_days: int, cutoff: date
         reason=reason,
         threshold=threshold,
         max_age_days=max_age_days,
+        review_id=review_id,
     )
+
+
+def _summary_flags(summary: SessionSummary, *, prefix: str = "") -> str:
+    """The instruction-like passages screening flagged in a saved summary, quoted ("" if none)."""
+    flagged = summary.signals.get("flagged") if isinstance(summary.signals, dict) else None
+    if not flagged:
+        return ""
+    return prefix + flags_reason(Flag(**item) for item in flagged)
+
+
+def _flagged_refusal(
+    project: Project, summary: SessionSummary, threshold: float, max_age_days: int
+) -> LoadResult:
+    """A summary that passes the threshold but holds instruction-like passages: refused (and
+    queued for review) with the passages quoted."""
+    reason = (
+        f"flagged: the latest summary that passes the threshold (trace "
+        f"{summary.trace.trace_id}) holds instruction-like content. {_summary_flags(summary)}"
+    )
+    return LoadResult(
+        found=False,
+        project=project.slug,
+        rule="flagged",
+        reason=reason,
+        threshold=threshold,
+        max_age_days=max_age_days,
+        review_id=_load_review(project, summary, threshold, reason).pk,
+    )
+
+
+def _load_review(
+    project: Project, summary: SessionSummary, threshold: float, reason: str
+) -> Review:
+    """Queues a summary a load refused on trust for review (a refusal delivers nothing, so it
+    writes no receipt; the review holds what the reviewer needs)."""
+    trace_id = str(summary.trace.trace_id)
+    return review_open(
+        project=project,
+        source="load",
+        reason=reason,
+        trust_score=summary.trust_score,
+        risk=summary.risk,
+        threshold=threshold,
+        decision=summary.decision,
+        signals=summary.signals,
+        context={"summary": summary.summary},
+        trace_ids=[trace_id],
+        items=[{"kind": "summary", "id": trace_id, "sha256": summary_sha256(summary)}],
+        text=session_block_render(summary),
+    )
+
+
+def _approved_summary(project: Project, review: Review) -> SessionSummary | None:
+    """The summary an approved load review holds (``review_claim`` checked its hash)."""
+    trace_id = review.items[0]["id"] if review.items else ""
+    return (
+        SessionSummary.objects.select_related("trace", "project")
+        .filter(project=project, trace__trace_id=trace_id)
+        .first()
+    )
+
+
+def _approval(review: Review | None) -> dict[str, object]:
+    """The fields that mark a delivery as a reviewer's approved context."""
+    if review is None:
+        return {}
+    return {"review_id": review.pk, "approved_by": review.decided_by}
 
 
 @takes(LoadInput)
 def session_load(*, project: Project, params: LoadInput, caller: Caller) -> LoadResult:
     """The latest saved summary that passes ``threshold`` and is at most ``max_age_days`` old
     (default: the ``SESSION_MAX_AGE_DAYS`` setting), with an inject-ready SESSION_CONTEXT block;
-    otherwise found=false and the rule that refused.
+    otherwise found=false and the rule that refused. A summary holding instruction-like
+    passages is never returned (rule ``flagged``, the passages quoted) unless a reviewer
+    approved it.
 
     Returning context appends an injection record (source "load") in the same transaction.
     """
@@ -315,24 +536,31 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
     with transaction.atomic():
         generated_at = utcnow()
         cutoff = generated_at - timedelta(days=max_age_days)
-        summary = session_summary_latest(project=project, since=cutoff, min_trust=threshold)
+        approved = review_claim(project=project, source="load")
+        if approved is not None:
+            summary: SessionSummary | None = _approved_summary(project, approved)
+        else:
+            summary = session_summary_latest(project=project, since=cutoff, min_trust=threshold)
         if summary is None:
             return _refusal(project, threshold, max_age_days, cutoff)
-        block = session_block_render(summary)
+        if approved is None and _summary_flags(summary):
+            return _flagged_refusal(project, summary, threshold, max_age_days)
+        block = approved.text if approved is not None else session_block_render(summary)
         record = injection_log_append(
             project=project,
             channel=caller.channel,
             client=caller.client,
+            client_reported=caller.client_reported,
             status="injected",
             decision=summary.decision,
             trust_score=summary.trust_score,
             threshold=threshold,
-            mode="load",
+            mode="load" if approved is None else "approved",
             trace_ids=[str(summary.trace.trace_id)],
             system_prompt=block,
             generated_at=generated_at,
             source="load",
-            request={"threshold": threshold, "max_age_days": max_age_days},
+            request={"threshold": threshold, "max_age_days": max_age_days, **_approval(approved)},
             items=[
                 {
                     "kind": "summary",
@@ -341,6 +569,8 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
                 }
             ],
         )
+        if approved is not None:
+            review_delivered(review=approved, injection_id=record.pk)
     return LoadResult(
         found=True,
         project=project.slug,
@@ -351,4 +581,5 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
         system_prompt=block,
         generated_at=generated_at,
         injection_id=record.pk,
+        **_approval(approved),
     )

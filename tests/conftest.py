@@ -33,6 +33,16 @@ def _flush_opens_the_audit_gate() -> Iterator[None]:
         BaseDatabaseOperations.execute_sql_flush = flush  # type: ignore[method-assign]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Each test starts with an empty cache: failed authentications counted by one test (all
+    from the test client's address) must not throttle the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def make_key(db) -> Callable[..., tuple[ProjectAPIKey, str]]:
     def _make(

@@ -7,7 +7,9 @@ depends on how a database stores long text, and erasing a text leaves every hash
 
 Records carry a ``format``: format 1 (records written before receipts named what was asked and
 delivered) hashes the first field list; format 2 adds ``format``, ``request`` and ``items``. An
-unknown format hashes every field given, which can never match a stored hash.
+unknown format hashes every field given, which can never match a stored hash. Any format hashes
+``client_reported`` (the name a client gave itself, beside the authenticated ``client``) when it
+is not empty, so records written before that field existed verify as they did.
 
 ``chain_walk`` reads the records in seq order and names the first one that breaks the chain,
 against the anchor it starts from (genesis, or the last record a purge removed), the head and
@@ -52,6 +54,9 @@ HASHED_FIELDS_V1 = (
 # Canonical JSON sorts keys, so the order of these names does not matter.
 HASHED_FIELDS = (*HASHED_FIELDS_V1, "format", "request", "items")
 FIELDS_BY_FORMAT = {1: HASHED_FIELDS_V1, 2: HASHED_FIELDS}
+#: Fields added after records were written: hashed only when non-empty, so the records written
+#: before them keep their hashes, and a value set or cleared later still breaks the chain.
+OPTIONAL_HASHED_FIELDS = ("client_reported",)
 
 
 def sha256_text(text: str) -> str:
@@ -62,7 +67,9 @@ def record_hash(payload: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of the hashed fields of the record's format (timestamps
     as ISO strings)."""
     names = FIELDS_BY_FORMAT.get(payload.get("format", 1), tuple(payload))
-    canonical = rfc8785.dumps({name: payload[name] for name in names})
+    hashed = {name: payload[name] for name in names}
+    hashed.update({name: payload[name] for name in OPTIONAL_HASHED_FIELDS if payload.get(name)})
+    canonical = rfc8785.dumps(hashed)
     return hashlib.sha256(canonical).hexdigest()
 
 

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, 
 
 from graph_app.domain.hashing import canonical_json
 from memoryproject.contracts import (
+    MAX_OFFSET,
     AwareDatetime,
     BlankIsNone,
     Input,
@@ -27,6 +28,7 @@ from memoryproject.contracts import (
     rule_error,
 )
 from memoryproject.errors import validation_error
+from memoryproject.screening import ScreeningOut
 
 ENTITY_ID_MAX = 128
 ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+#-]*$")
@@ -48,6 +50,9 @@ METADATA_MAX_CHARS = 10_000
 NAME_MAX = 200
 ALIASES_MAX = 50
 MAX_HOPS = 5
+#: Page sizes of the entity query (per list) and of time travel: default and maximum.
+ENTITY_PAGE = (100, 500)
+TIME_TRAVEL_PAGE = (500, 1000)
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 SHA256_RE = re.compile(r"^[0-9a-fA-F]{64}$")
 TIMESTAMP = "ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z."
@@ -271,7 +276,10 @@ class EntityQueryInput(Input):
     entity_id: Annotated[
         str,
         Field(
-            min_length=1, max_length=ENTITY_ID_MAX, description="Entity id, e.g. payment_ledger."
+            min_length=1,
+            max_length=ENTITY_ID_MAX,
+            description="Entity id, e.g. payment_ledger.",
+            json_schema_extra={"pattern": ENTITY_ID_RE.pattern},
         ),
     ]
     max_hops: Annotated[
@@ -284,6 +292,18 @@ class EntityQueryInput(Input):
             "facts among facts; both are always answered on their own."
         ),
     ] = False
+    limit: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=ENTITY_PAGE[1],
+            description="Page size of each list (facts, history, scheduled, episodes), 1 to "
+            f"{ENTITY_PAGE[1]}.",
+        ),
+    ] = ENTITY_PAGE[0]
+    offset: Annotated[
+        int, Field(ge=0, le=MAX_OFFSET, description="Items of each list to skip (next_offset).")
+    ] = 0
 
 
 class TimeTravelInput(Input):
@@ -297,6 +317,18 @@ class TimeTravelInput(Input):
             f"known (default now). {TIMESTAMP}"
         ),
     ] = None
+    limit: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=TIME_TRAVEL_PAGE[1],
+            description=f"Page size, 1 to {TIME_TRAVEL_PAGE[1]}; count and snapshot_hash cover "
+            "every fact.",
+        ),
+    ] = TIME_TRAVEL_PAGE[0]
+    offset: Annotated[
+        int, Field(ge=0, le=MAX_OFFSET, description="Facts to skip, by id (next_offset).")
+    ] = 0
 
 
 class IntegrityInput(Input):
@@ -307,6 +339,7 @@ class IntegrityInput(Input):
         int | None,
         Field(
             ge=0,
+            le=2**53,
             description="Size of the project's graph change log at a checkpoint (with "
             "checkpoint_head): entries up to it must be unchanged.",
         ),
@@ -396,7 +429,16 @@ class EntityOut(Output):
     created_at: UtcDatetime
 
 
+#: The write answers' report of what screening masked and flagged.
+SCREENING_DESCRIPTION = (
+    "What screening did before the write: secrets masked (field, kind, count; never the "
+    "secret) and instruction-like passages flagged (field, kind, rule, passage)."
+)
+
+
 class FactUpsertResult(Output):
+    omit_when_none = frozenset({"screening"})
+
     fact: FactOut
     created: bool
     outcome: Literal["active", "history", "unchanged"] = Field(
@@ -404,6 +446,7 @@ class FactUpsertResult(Output):
         "before the current one); unchanged: identical to the active fact, nothing written."
     )
     superseded: list[FactOut] = Field(description="Facts this one closed and superseded.")
+    screening: ScreeningOut | None = Field(None, description=SCREENING_DESCRIPTION)
 
 
 class FactRetractResult(Output):
@@ -412,7 +455,10 @@ class FactRetractResult(Output):
 
 
 class EpisodeRecordResult(EpisodeOut):
+    omit_when_none = frozenset({"screening"})
+
     created: bool = Field(description="False when the same external_id was already recorded.")
+    screening: ScreeningOut | None = Field(None, description=SCREENING_DESCRIPTION)
 
 
 class EgoNode(Output):
@@ -448,6 +494,13 @@ class EntityQueryResult(Output):
         description="Episodes that mention the entity or are the source of its facts."
     )
     ego_graph: EgoGraph
+    totals: dict[str, int] = Field(
+        default_factory=dict,
+        description="Items in each list (facts, history, scheduled, episodes) over all pages.",
+    )
+    next_offset: int | None = Field(
+        default=None, description="The offset of the next page when a list has more, else null."
+    )
 
 
 class TimeTravelResult(Output):
@@ -456,7 +509,10 @@ class TimeTravelResult(Output):
     known_at: UtcDatetime
     count: int
     snapshot_hash: str = Field(description="RFC 6962 Merkle root over the facts as then known.")
-    facts: list[FactOut]
+    facts: list[FactOut] = Field(description="This page of the facts, by id.")
+    next_offset: int | None = Field(
+        default=None, description="The offset of the next page when there is one, else null."
+    )
 
 
 class Mismatch(Output):

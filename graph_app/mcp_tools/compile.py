@@ -15,8 +15,7 @@ from pydantic import Field
 from graph_app.compiler import context_compile, delivery_receipt
 from graph_app.contracts.compile import QUERY_MAX_CHARS, CompileInput, CompileResult
 from graph_app.operations import CONTEXT_COMPILE
-from memoryproject.contracts import Caller
-from memoryproject.mcp import WRITE, MemoryServer, add_tool, current_client, prompt_render
+from memoryproject.mcp import WRITE, MemoryServer, add_tool, prompt_render
 
 # The prompts' budget: a briefing is read by the agent before it starts, so it may be longer
 # than the default bundle.
@@ -67,7 +66,7 @@ def prompt_with_memory(
     with transaction.atomic():
         compiled = context_compile(project=target, params=params)
         text = frame(compiled.markdown if compiled.items else "")
-        caller = Caller(channel="mcp", client=current_client())
+        caller = server.caller()
         delivery_receipt(
             project=target,
             caller=caller,

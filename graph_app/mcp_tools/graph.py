@@ -209,14 +209,14 @@ TOOLS: tuple[tuple[Operation[Any, Any], str, str, ToolAnnotations, Callable[[Any
 )
 
 
-#: The graph's resources, JSON read from the server's default project:
+#: The graph's resources, JSON read from the default project of the call's identity:
 #: (uri, name, title, description, selector called with project=).
 RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
     (
         "memory://graph/summary",
         "graph-summary",
         "Knowledge graph summary",
-        "Counts of the default project's knowledge graph (entities, facts by status, episodes "
+        "Counts of your default project's knowledge graph (entities, facts by status, episodes "
         "by category), its revision and the Merkle root over all records, as JSON.",
         selectors.graph_summary,
     ),
@@ -224,7 +224,7 @@ RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
         "memory://episodes/recent",
         "episodes-recent",
         "Recent episodes",
-        f"The {RECENT_EPISODES} most recent episodes of the default project (by occurred_at), "
+        f"The {RECENT_EPISODES} most recent episodes of your default project (by occurred_at), "
         f"newest first, as JSON; content longer than {EPISODE_PREVIEW_CHARS} characters is cut "
         "(content_truncated) - fetch the full episode over REST.",
         partial(
@@ -235,7 +235,7 @@ RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
         "memory://graph/integrity",
         "graph-integrity",
         "Integrity of the knowledge graph",
-        "memory_verify_integrity for the server's default project, as JSON.",
+        "memory_verify_integrity for your default project, as JSON.",
         selectors.integrity_verify,
     ),
 )

@@ -9,7 +9,9 @@ It then maps the text onto the trust model:
 - p  = mean strength of the five elements (labelled 1.0, labelled but thin 0.3, cue 0.6,
   a file path anywhere 0.8 for key files, missing 0);
 - Ue = vagueness: filler words, too few concrete specifics per word, repeated phrasing;
-- Ua = risk: too short to hand over, and hedging outside the open-questions section.
+- Ua = risk: too short to hand over, and hedging outside the open-questions section, plus the
+  ``injection`` signal of instruction-like passages (``memoryproject.domain.screening``: 0.6
+  each), which the signals list under ``flagged``.
 
 Everything is deterministic and every component comes back in the signals, so a reviewer can
 see why a summary scored as it did. Filler of any length gets a low p and a high Ue.
@@ -21,6 +23,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryproject.domain.screening import (
+    FLAGS_MAX,
+    Flag,
+    injection_risk,
+    instructions_find,
+)
 from sessions_app.domain.trust import TrustScore, clamp01, trust_score
 
 ELEMENTS = ("active_project", "last_decision", "current_output", "open_questions", "key_files")
@@ -125,8 +133,10 @@ class SummaryScore:
     too_short: float
     hedging: float
     sections: dict[str, Any] = field(default_factory=dict)
+    flagged: tuple[Flag, ...] = ()
 
     def signals(self) -> dict[str, Any]:
+        flagged = {"flagged": [f.as_dict() for f in self.flagged]} if self.flagged else {}
         return {
             **self.score.signals(),
             "elements": {name: finding.as_dict() for name, finding in self.elements.items()},
@@ -141,6 +151,7 @@ class SummaryScore:
                 "too_short": round(self.too_short, 4),
                 "hedging": round(self.hedging, 4),
             },
+            **flagged,
         }
 
 
@@ -264,6 +275,7 @@ def summary_score(text: str) -> SummaryScore:
     hedging = clamp01(hedges / max(1, len(sentences)))
     too_short = clamp01(1.0 - word_count / MIN_WORDS)
     ua = clamp01(0.6 * too_short + 0.4 * hedging)
+    flagged = tuple(instructions_find(text, "summary")[:FLAGS_MAX])
 
     extracted: dict[str, Any] = {}
     for name in ("active_project", "last_decision", "current_output"):
@@ -276,7 +288,7 @@ def summary_score(text: str) -> SummaryScore:
         extracted["key_files"] = sorted({m.group(0) for m in _FILE_PATH.finditer(text)})[:20]
 
     return SummaryScore(
-        score=trust_score(p=p, ue=ue, ua=ua),
+        score=trust_score(p=p, ue=ue, ua=ua, injection=injection_risk(len(flagged))),
         elements=elements,
         words=word_count,
         specifics=len(specifics),
@@ -288,4 +300,5 @@ def summary_score(text: str) -> SummaryScore:
         too_short=too_short,
         hedging=hedging,
         sections=extracted,
+        flagged=flagged,
     )

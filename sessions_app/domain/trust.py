@@ -48,25 +48,35 @@ class TrustScore:
     confidence: float
     risk: float
     decision: str
+    # The share of Ua that instruction-like content carries (see memoryproject.domain.screening).
+    injection: float = 0.0
 
     def signals(self) -> dict[str, float]:
-        """The inputs that explain the score, rounded for responses."""
-        return {
+        """The inputs that explain the score, rounded for responses (``injection`` only when
+        instruction-like content was found)."""
+        signals = {
             "p": round(self.p, DIGITS),
             "ue": round(self.ue, DIGITS),
             "ua": round(self.ua, DIGITS),
             "total_uncertainty": round(self.total_uncertainty, DIGITS),
         }
+        if self.injection:
+            signals["injection"] = round(self.injection, DIGITS)
+        return signals
 
 
-def trust_score(*, p: float, ue: float, ua: float) -> TrustScore:
+def trust_score(*, p: float, ue: float, ua: float, injection: float = 0.0) -> TrustScore:
     """Scores one piece of context. ``confidence`` and ``risk`` are rounded to 4 decimals and
-    always sum to exactly 1 (R is derived from the rounded C, so the gate sees what clients see)."""
-    p, ue, ua = clamp01(p), clamp01(ue), clamp01(ua)
+    always sum to exactly 1 (R is derived from the rounded C, so the gate sees what clients see).
+
+    ``injection`` is the risk of instruction-like content: it is added into Ua (the sum capped
+    at 1), so one flagged passage (0.6) alone puts R at or above the ESCALATE gate."""
+    injection = clamp01(injection)
+    p, ue, ua = clamp01(p), clamp01(ue), clamp01(clamp01(ua) + injection)
     total = min(1.0, ue + ua)
     confidence = round(p * (1.0 - total), DIGITS)
     risk = round(1.0 - confidence, DIGITS)
-    return TrustScore(p, ue, ua, total, confidence, risk, action_gate(risk))
+    return TrustScore(p, ue, ua, total, confidence, risk, action_gate(risk), injection)
 
 
 def raw_confidence(*, p: float, ue: float, ua: float) -> float:

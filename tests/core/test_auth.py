@@ -1,11 +1,17 @@
-"""Every /v1 endpoint needs a valid, unrevoked API key; keys see only their projects."""
+"""Every /v1 endpoint needs a valid, unrevoked API key; keys see only their projects; refused
+keys are throttled; no caller ever creates a project implicitly."""
+
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from memoryproject.errors import NotFoundError, PermissionDeniedError
-from memoryproject.models import ProjectAPIKey
-from memoryproject.projects import project_resolve
+from memoryproject.models import Project, ProjectAPIKey
+from memoryproject.projects import LocalIdentity, project_resolve
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +86,75 @@ class TestProjectConvention:
         api_key, _ = make_key(scope="read", projects=["alpha"])
         with pytest.raises(PermissionDeniedError):
             project_resolve(slug="alpha", api_key=api_key, access="write")
+
+
+class TestFailedAuthThrottling:
+    def test_thirty_bad_keys_in_a_row_get_429_json_with_retry_after(self, make_key):
+        client = APIClient()
+        statuses = []
+        for i in range(30):
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer guess{i:03d}.wrong")
+            response = client.get("/v1/projects")
+            statuses.append(response.status_code)
+        assert statuses[:10] == [401] * 10 and set(statuses[10:]) == {429}
+        assert response.json()["code"] == "throttled"
+        assert 1 <= int(response["Retry-After"]) <= 300
+        # The address is blocked, whatever key it sends next; another address is not.
+        _, key = make_key(scope="read")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert client.get("/v1/projects").status_code == 429
+        assert client.get("/v1/projects", REMOTE_ADDR="10.1.2.3").status_code == 200
+
+    def test_a_key_prefix_guessed_from_many_addresses_is_blocked(self, make_key):
+        _, key = make_key(scope="read")
+        prefix = key.partition(".")[0]
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {prefix}.wrong-secret")
+        for i in range(10):
+            assert client.get("/v1/projects", REMOTE_ADDR=f"10.0.0.{i}").status_code == 401
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert client.get("/v1/projects", REMOTE_ADDR="10.9.9.9").status_code == 429
+
+    @override_settings(MEMORY_AUTH_FAILURES=3, MEMORY_AUTH_FAILURE_WINDOW=60)
+    def test_the_limit_and_window_come_from_settings(self):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION="Bearer abcdefgh.wrong")
+        assert [client.get("/v1/projects").status_code for _ in range(4)] == [401, 401, 401, 429]
+        assert 1 <= int(client.get("/v1/projects")["Retry-After"]) <= 60
+
+    def test_requests_without_a_key_are_not_counted(self):
+        client = APIClient()
+        assert {client.get("/v1/projects").status_code for _ in range(15)} == {401}
+
+
+class TestIdentities:
+    def test_keyless_local_callers_never_create_a_project(self):
+        with pytest.raises(NotFoundError) as refused:
+            project_resolve(slug="typo-project", api_key=None, access="write")
+        assert "create_project typo-project" in refused.value.message
+        assert not Project.objects.filter(slug="typo-project").exists()
+
+    def test_a_local_identity_is_bound_to_its_project_and_scope(self):
+        Project.objects.create(slug="alpha")
+        Project.objects.create(slug="beta")
+        reader = LocalIdentity(project="alpha", scope="read")
+        assert project_resolve(slug=None, api_key=reader, access="read").slug == "alpha"
+        assert reader.label == "local:alpha/read"
+        with pytest.raises(PermissionDeniedError):
+            project_resolve(slug=None, api_key=reader, access="write")
+        writer = LocalIdentity(project="alpha", scope="write")
+        assert project_resolve(slug="alpha", api_key=writer, access="write").slug == "alpha"
+        with pytest.raises(PermissionDeniedError):
+            project_resolve(slug="beta", api_key=writer, access="write")
+        with pytest.raises(NotFoundError):
+            project_resolve(slug="beta", api_key=writer, access="read")
+
+    def test_create_project_command_is_idempotent(self):
+        out = StringIO()
+        call_command("create_project", "new-one", "--name", "New one", stdout=out)
+        call_command("create_project", "new-one", stdout=out)
+        assert "Created project 'new-one'" in out.getvalue()
+        assert "already exists" in out.getvalue()
+        assert Project.objects.get(slug="new-one").name == "New one"
+        with pytest.raises(CommandError, match="project slug must use"):
+            call_command("create_project", "Bad Slug")

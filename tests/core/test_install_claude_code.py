@@ -1,5 +1,6 @@
 """manage.py install_claude_code merges memoryproject into a Claude Code project: the MCP server
-in .mcp.json, the SessionStart hook in .claude/settings.json and the /save command. It keeps
+in .mcp.json (acting as the local identity on the memory project, which it creates when
+missing), the SessionStart hook in .claude/settings.json and the /save command. It keeps
 every key it finds, changes nothing on a second run and writes nothing on a dry run."""
 
 import io
@@ -11,10 +12,14 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from memoryproject.models import Project
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 # The checkout's virtualenv interpreter; the running one where the checkout has no .venv.
 PYTHON = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable).absolute()
+
+pytestmark = pytest.mark.django_db
 
 EXISTING_SETTINGS = {
     "permissions": {"allow": ["Bash(npm test)"], "deny": ["Read(./.env)"]},
@@ -88,12 +93,15 @@ def test_a_fresh_project_gets_the_server_the_hook_and_the_save_command(tmp_path)
         (".mcp.json", "created"),
         (".claude/settings.json", "created"),
         (".claude/commands/save.md", "created"),
+        ("(memory database)", "created"),
     }
+    # The server the entry starts acts on a project that exists.
+    assert Project.objects.filter(slug="billing").exists()
 
     server = read(tmp_path / ".mcp.json")["mcpServers"]["memoryproject"]
     assert server == {
         "command": str(PYTHON),
-        "args": [str(ROOT / "manage.py"), "mcp_serve", "--project", "billing"],
+        "args": [str(ROOT / "manage.py"), "mcp_serve", "--project", "billing", "--scope", "write"],
         "env": {"DEBUG": "1"},
     }
 
@@ -137,7 +145,12 @@ def test_existing_settings_and_servers_keep_every_key(project):
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
     assert set(mcp["mcpServers"]) == {"github", "memoryproject"}
     # The project slug defaults to the directory's name.
-    assert mcp["mcpServers"]["memoryproject"]["args"][-1] == "billing-service"
+    assert mcp["mcpServers"]["memoryproject"]["args"][-4:] == [
+        "--project",
+        "billing-service",
+        "--scope",
+        "write",
+    ]
 
 
 def test_a_second_run_changes_nothing_and_says_so(project):

@@ -95,3 +95,24 @@ def test_openapi_describes_each_operation_with_its_models(server_and_tools):
         ok = responses.get("200") or responses["201"]
         ref = ok["content"]["application/json"]["schema"]["$ref"]
         assert ref.endswith(operation.output.__name__), name
+
+
+def test_each_tool_needs_the_scope_its_rest_twin_needs(server_and_tools):
+    """REST asks a POST for scope write unless its view declares "read"; MCP checks the
+    operation's access. Both must say the same for every pair."""
+    server, _ = server_and_tools
+    rest = _rest_views()
+    for name, operation in server.operations.items():
+        _, view = rest[name]
+        rest_scope = view.required_scope or ("read" if view.method == "get" else "write")
+        assert rest_scope == operation.access, (name, rest_scope, operation.access)
+
+
+def test_tools_take_what_the_rest_bodies_take(server_and_tools):
+    """The arguments once missing from MCP: object_entity on facts, metadata on episodes."""
+    _, tools = server_and_tools
+    assert "object_entity" in tools["memory_upsert_fact"].input_schema["properties"]
+    assert "object_value" not in tools["memory_upsert_fact"].input_schema.get("required", [])
+    assert "metadata" in tools["memory_record_episode"].input_schema["properties"]
+    for tool in tools.values():
+        assert "project" in tool.input_schema["properties"], tool.name

@@ -3,6 +3,10 @@
 Each scenario spawns the server as a subprocess over stdio (or streamable HTTP) against the
 test database pytest-django created, so tests use `transaction=True`: rows must be committed
 to be visible across processes. ORM checks run outside the client's event loop.
+
+A stdio server runs as the local identity ``--scope write`` on ``default`` (or the ``--project``
+a test passes) unless the test chooses another identity; an HTTP client sends the bearer key
+it is given.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import anyio
+import httpx2
 import pytest
 from django.db import connection
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -25,9 +30,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from memoryproject.models import Project
+from memoryproject.services import api_key_create
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_NAME = "pytest-mcp-client"
+#: How receipts name the identity a stdio server runs as by default in these tests.
+LOCAL_WRITE = "local:default/write"
+IDENTITY_FLAGS = ("--scope", "--api-key")
 
 T = TypeVar("T")
 Scenario = Callable[[ClientSession], Awaitable[T]]
@@ -64,6 +73,8 @@ class McpRunner:
         self.stderr_path = stderr_path
 
     def params(self, *args: str) -> StdioServerParameters:
+        if not any(flag in args for flag in IDENTITY_FLAGS) and "MEMORY_API_KEY" not in self.env:
+            args = (*args, "--scope", "write")
         return StdioServerParameters(
             command=sys.executable,
             args=["manage.py", "mcp_serve", *args],
@@ -117,10 +128,14 @@ class HttpServer:
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.stderr_path = stderr_path
 
-    def run(self, scenario: Scenario[T], client_name: str = CLIENT_NAME) -> T:
+    def run(self, scenario: Scenario[T], client_name: str = CLIENT_NAME, *, key: str) -> T:
+        """Runs ``scenario`` in a session authenticated by the API key ``key``."""
+
         async def main() -> T:
+            headers = {"Authorization": f"Bearer {key}"}
             async with (
-                streamable_http_client(self.url) as (read, write),
+                httpx2.AsyncClient(headers=headers, timeout=30) as http,
+                streamable_http_client(self.url, http_client=http) as (read, write),
                 ClientSession(
                     read, write, client_info=Implementation(name=client_name, version="1.0")
                 ) as session,
@@ -134,10 +149,23 @@ class HttpServer:
         return self.stderr_path.read_text()
 
 
-@pytest.fixture
-def mcp_http(mcp_db, tmp_path) -> Iterator[HttpServer]:
+def write_key(projects: tuple[str, ...] = ("default",), scope: str = "write") -> str:
+    """A new API key named "mcp test" (committed, so a server process sees it); the test
+    creates its projects explicitly."""
+    return api_key_create(
+        name="mcp test", project_slugs=list(projects), scope=scope, create_projects=True
+    )[1]
+
+
+def key_label(key: str) -> str:
+    """How receipts name the API key ``key``."""
+    return f"api_key:{key.partition('.')[0]} (mcp test)"
+
+
+def start_http_server(tmp_path: Path, env: dict[str, str] | None = None) -> HttpServer:
+    """`mcp_serve --transport streamable-http` on a free port, once it listens."""
     port = free_port()
-    stderr_path = tmp_path / "mcp_http.stderr"
+    stderr_path = tmp_path / f"mcp_http_{port}.stderr"
     with stderr_path.open("wb") as errlog:
         process = subprocess.Popen(
             [
@@ -150,33 +178,44 @@ def mcp_http(mcp_db, tmp_path) -> Iterator[HttpServer]:
                 str(port),
             ],
             cwd=REPO,
-            env={**os.environ, **server_env()},
+            env={**os.environ, **server_env(), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errlog,
         )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"mcp_serve exited early:\n{stderr_path.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"mcp_serve did not listen:\n{stderr_path.read_text()}"
-                    ) from None
-                time.sleep(0.1)
-        yield HttpServer(process, port, stderr_path)
-    finally:
-        process.terminate()
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"mcp_serve exited early:\n{stderr_path.read_text()}")
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                stop_http_server(HttpServer(process, port, stderr_path))
+                raise AssertionError(
+                    f"mcp_serve did not listen:\n{stderr_path.read_text()}"
+                ) from None
+            time.sleep(0.1)
+    return HttpServer(process, port, stderr_path)
+
+
+def stop_http_server(server: HttpServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture
+def mcp_http(mcp_db, tmp_path) -> Iterator[HttpServer]:
+    server = start_http_server(tmp_path)
+    try:
+        yield server
+    finally:
+        stop_http_server(server)
         connection.close()
 
 

@@ -1,4 +1,5 @@
-"""Streamable HTTP: the same server on 127.0.0.1, guarded against DNS rebinding."""
+"""Streamable HTTP: the same server on 127.0.0.1, guarded against DNS rebinding, reached with
+an API key (see test_http_auth for the access rules)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import socket
 import pytest
 
 from memoryproject.management.commands.mcp_serve import transport_security_for
-from tests.mcp.conftest import structured
+from tests.mcp.conftest import structured, write_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -27,9 +28,10 @@ INITIALIZE = json.dumps(
 )
 
 
-def _post(port: int, host_header: str, origin: str | None = None) -> int:
+def _post(port: int, host_header: str, key: str, origin: str | None = None) -> int:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     headers = {
+        "Authorization": f"Bearer {key}",
         "Host": host_header,
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
@@ -52,7 +54,7 @@ def test_a_tool_call_over_streamable_http(mcp_http):
         tools = await session.list_tools()
         return written, compiled, tools
 
-    written, compiled, tools = mcp_http.run(scenario)
+    written, compiled, tools = mcp_http.run(scenario, key=write_key())
     assert structured(written)["fact"]["object_value"] == "k8s"
     assert "k8s" in structured(compiled)["markdown"]
     assert len(tools.tools) == 13
@@ -62,11 +64,11 @@ def test_a_tool_call_over_streamable_http(mcp_http):
 
 
 def test_http_rejects_foreign_host_and_origin_headers(mcp_http):
-    port = mcp_http.port
-    assert _post(port, f"127.0.0.1:{port}") == 200
-    assert _post(port, f"localhost:{port}", origin=f"http://localhost:{port}") == 200
-    assert _post(port, f"evil.example:{port}") == 421
-    assert _post(port, f"127.0.0.1:{port}", origin="http://evil.example") == 403
+    port, key = mcp_http.port, write_key()
+    assert _post(port, f"127.0.0.1:{port}", key) == 200
+    assert _post(port, f"localhost:{port}", key, origin=f"http://localhost:{port}") == 200
+    assert _post(port, f"evil.example:{port}", key) == 421
+    assert _post(port, f"127.0.0.1:{port}", key, origin="http://evil.example") == 403
 
 
 def _non_loopback_address() -> str | None:

@@ -221,7 +221,7 @@ def test_stdout_carries_only_protocol_messages(mcp_db, tmp_path):
     stderr_path = tmp_path / "stderr.log"
     errlog = stderr_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "mcp_serve", "--log-level", "DEBUG"],
+        [sys.executable, "manage.py", "mcp_serve", "--scope", "write", "--log-level", "DEBUG"],
         cwd=REPO,
         env={**server_env(), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "always"},
         stdin=subprocess.PIPE,

@@ -8,7 +8,7 @@ import pytest
 from mcp import MCPError
 
 from audit_app.models import InjectionRecord
-from tests.mcp.conftest import CLIENT_NAME, structured
+from tests.mcp.conftest import CLIENT_NAME, LOCAL_WRITE, structured
 from tests.mcp.test_tools import GOOD_SUMMARY
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -97,7 +97,12 @@ def test_every_resource_reads_live_memory(mcp):
     latest = out["memory://sessions/latest"].text
     assert latest.startswith("SESSION_CONTEXT: (trust=") and "Key files:" in latest
     record = InjectionRecord.objects.get()
-    assert (record.channel, record.client, record.source) == ("mcp", CLIENT_NAME, "load")
+    assert (record.channel, record.client, record.client_reported, record.source) == (
+        "mcp",
+        LOCAL_WRITE,
+        CLIENT_NAME,
+        "load",
+    )
     assert record.system_prompt == latest
 
 

@@ -7,7 +7,7 @@ import pytest
 from audit_app.models import InjectionRecord
 from memoryproject.models import Project
 from sessions_app import services as session_services
-from tests.mcp.conftest import CLIENT_NAME, structured, text_of
+from tests.mcp.conftest import CLIENT_NAME, key_label, structured, text_of, write_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -191,6 +191,8 @@ def test_integrity_names_a_row_changed_behind_the_applications_back(mcp):
 
 
 def test_save_then_load_session_receipts_the_injection_with_the_client_name(mcp):
+    key = write_key(("default", "vague"))
+
     async def scenario(session):
         saved = await session.call_tool("save_session", {"summary": GOOD_SUMMARY})
         loaded = await session.call_tool("load_session", {})
@@ -205,7 +207,7 @@ def test_save_then_load_session_receipts_the_injection_with_the_client_name(mcp)
         empty = await session.call_tool("save_session", {"summary": ""})
         return saved, loaded, refused, vague, empty
 
-    saved, loaded, refused, vague, empty = mcp(scenario)
+    saved, loaded, refused, vague, empty = mcp(scenario, "--api-key", key)
     saved_body = structured(saved)
     assert saved_body["decision"] == "PASS" and saved_body["tokens"] > 0
     loaded_body = structured(loaded)
@@ -220,7 +222,12 @@ def test_save_then_load_session_receipts_the_injection_with_the_client_name(mcp)
     assert text_of(refused).startswith("No session context returned: threshold:")
 
     record = InjectionRecord.objects.get(pk=loaded_body["injection_id"])
-    assert (record.channel, record.client, record.source) == ("mcp", CLIENT_NAME, "load")
+    assert (record.channel, record.client, record.client_reported, record.source) == (
+        "mcp",
+        key_label(key),
+        CLIENT_NAME,
+        "load",
+    )
     assert record.system_prompt == loaded_body["system_prompt"]
     # Only returned context is receipted: the refused load wrote nothing.
     assert InjectionRecord.objects.count() == 1
@@ -228,6 +235,7 @@ def test_save_then_load_session_receipts_the_injection_with_the_client_name(mcp)
 
 def test_plan_context_injects_flags_and_receipts_every_call(mcp):
     project = Project.objects.get(slug="default")
+    key = write_key(("default", "brand-new"), scope="read")
     for i, trust in enumerate((0.95, 0.8, 0.9)):
         session_services.trace_record(
             project=project,
@@ -244,10 +252,15 @@ def test_plan_context_injects_flags_and_receipts_every_call(mcp):
         flagged = await session.call_tool("plan_context", {"n": 3, "trust_threshold": 0.99})
         dry = await session.call_tool("plan_context", {"mode": "dry_run"})
         empty = await session.call_tool("plan_context", {"project": "brand-new"})
+        missing = await session.call_tool("plan_context", {"project": "nowhere"})
         bad = await session.call_tool("plan_context", {"n": 0})
-        return injected, flagged, dry, empty, bad
+        return injected, flagged, dry, empty, missing, bad
 
-    injected, flagged, dry, empty, bad = mcp(scenario, client_name="cursor-test")
+    # A plan only reads memory (plus its receipt): a read-scoped key may ask for one, as over
+    # REST; a project that does not exist is an error, never created.
+    injected, flagged, dry, empty, missing, bad = mcp(
+        scenario, "--api-key", key, client_name="cursor-test"
+    )
     body = structured(injected)
     assert body["status"] == "injected" and body["system_prompt"]
     assert 0.5 <= body["trust_score"] < 0.99
@@ -258,32 +271,54 @@ def test_plan_context_injects_flags_and_receipts_every_call(mcp):
     assert "system_prompt" not in structured(flagged)
     assert structured(dry)["dry_run"] is True and structured(dry)["status"] == "flagged"
     assert structured(empty)["status"] == "empty" and structured(empty)["decision"] == "ESCALATE"
+    assert missing.is_error and "no project 'nowhere'" in text_of(missing)
+    assert not Project.objects.filter(slug="nowhere").exists()
     assert bad.is_error and "n" in text_of(bad)
 
     records = list(InjectionRecord.objects.order_by("seq"))
-    assert len(records) == 4  # the rejected call wrote nothing
-    assert {(r.channel, r.client, r.source) for r in records} == {("mcp", "cursor-test", "plan")}
+    assert len(records) == 4  # the rejected calls wrote nothing
+    assert {(r.channel, r.client, r.client_reported, r.source) for r in records} == {
+        ("mcp", key_label(key), "cursor-test", "plan")
+    }
     assert records[0].pk == body["injection_id"]
     assert records[0].system_prompt == body["system_prompt"]
     assert [r.status for r in records] == ["injected", "flagged", "flagged", "empty"]
 
 
-def test_server_default_project_and_explicit_project(mcp):
-    async def scenario(session):
-        default = await session.call_tool(
-            "memory_upsert_fact", {"subject_id": "svc", "predicate": "lang", "object_value": "go"}
-        )
-        other = await session.call_tool(
-            "memory_upsert_fact",
-            {"subject_id": "svc", "predicate": "lang", "object_value": "rust", "project": "beta"},
-        )
-        unknown = await session.call_tool("memory_verify_integrity", {"project": "nowhere"})
-        invalid = await session.call_tool("memory_verify_integrity", {"project": "Not A Slug!"})
-        return default, other, unknown, invalid
+async def _default_and_explicit(session):
+    default = await session.call_tool(
+        "memory_upsert_fact", {"subject_id": "svc", "predicate": "lang", "object_value": "go"}
+    )
+    other = await session.call_tool(
+        "memory_upsert_fact",
+        {"subject_id": "svc", "predicate": "lang", "object_value": "rust", "project": "beta"},
+    )
+    unknown = await session.call_tool("memory_verify_integrity", {"project": "nowhere"})
+    invalid = await session.call_tool("memory_verify_integrity", {"project": "Not A Slug!"})
+    return default, other, unknown, invalid
 
-    default, other, unknown, invalid = mcp(scenario, "--project", "alpha")
+
+def test_a_local_identity_acts_on_its_own_project_only(mcp):
+    from graph_app.models import TemporalFact
+
+    Project.objects.create(slug="alpha")
+    Project.objects.create(slug="beta")
+    default, other, unknown, invalid = mcp(_default_and_explicit, "--project", "alpha")
     assert structured(default)["fact"]["project"] == "alpha"
-    assert structured(other)["fact"]["project"] == "beta"
+    assert other.is_error and "may not write to project 'beta'" in text_of(other)
     assert unknown.is_error and "no project 'nowhere'" in text_of(unknown)
     assert invalid.is_error and "project" in text_of(invalid)
-    assert set(Project.objects.values_list("slug", flat=True)) >= {"alpha", "beta"}
+    assert not TemporalFact.objects.filter(project__slug="beta").exists()
+    assert not Project.objects.filter(slug="nowhere").exists()
+
+
+def test_an_api_key_server_defaults_to_the_named_project_among_the_keys(mcp):
+    key = write_key(("alpha", "beta"))
+    default, other, unknown, invalid = mcp(
+        _default_and_explicit, "--project", "alpha", "--api-key", key
+    )
+    assert structured(default)["fact"]["project"] == "alpha"
+    assert structured(other)["fact"]["project"] == "beta"
+    assert unknown.is_error and "no project 'nowhere' for this API key" in text_of(unknown)
+    assert invalid.is_error and "project" in text_of(invalid)
+    assert not Project.objects.filter(slug="nowhere").exists()

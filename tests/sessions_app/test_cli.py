@@ -154,6 +154,7 @@ def test_the_hook_exits_0_even_when_the_database_is_not_migrated(tmp_path):
 
 
 def test_save_from_a_file_scores_and_stores_the_summary(tmp_path):
+    ProjectFactory(slug="billing")
     path = tmp_path / "summary.md"
     path.write_text(STRUCTURED_SUMMARY, encoding="utf-8")
     status, out, _ = run("save_session", "--project", "billing", "--file", str(path))
@@ -178,6 +179,7 @@ def test_save_from_stdin_with_json_answers_as_rest_does(api, monkeypatch):
 
 
 def test_save_names_what_a_weak_summary_misses(monkeypatch):
+    ProjectFactory(slug="billing")
     monkeypatch.setattr(sys, "stdin", io.StringIO(vague_summary(300)))
     status, out, _ = run("save_session", "--project", "billing", "-")
     assert status == 0
@@ -193,8 +195,19 @@ def test_save_names_what_a_weak_summary_misses(monkeypatch):
     ],
 )
 def test_save_refuses_bad_input_with_exit_2(monkeypatch, args, stdin, message):
+    ProjectFactory(slug="billing")
     monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
     status, out, err = run("save_session", "--project", "billing", *args)
     assert (status, out) == (2, "")
     assert err.startswith(message)
     assert SessionSummary.objects.count() == 0
+
+
+def test_save_to_a_project_that_does_not_exist_says_how_to_create_it(monkeypatch):
+    from memoryproject.models import Project
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(STRUCTURED_SUMMARY))
+    status, out, err = run("save_session", "--project", "typo-project", "-")
+    assert (status, out) == (2, "")
+    assert "no project 'typo-project'" in err and "create_project typo-project" in err
+    assert not Project.objects.filter(slug="typo-project").exists()

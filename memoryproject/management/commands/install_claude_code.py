@@ -6,14 +6,16 @@
 It renders the files of ``integrations/claude-code/`` with this checkout's absolute paths and
 merges them into the Claude Code project at DIR:
 
-- ``.mcp.json``: the ``memoryproject`` entry of ``mcpServers`` (``mcp_serve --project SLUG``);
+- ``.mcp.json``: the ``memoryproject`` entry of ``mcpServers`` (``mcp_serve --project SLUG
+  --scope write``: the local user's agent acts on that one project);
 - ``.claude/settings.json``: a ``SessionStart`` hook running ``load_session --format text``,
   whose output Claude Code adds to the new session's context;
 - ``.claude/commands/save.md``: the ``/save`` slash command, which has the agent write the
   structured summary and store it with the MCP tool ``save_session``.
 
-Every other key of those files is kept as it was; a ``save.md`` that this installer did not
-write is kept unless ``--force``. A second run changes nothing and says so. Files are checked
+The memory project itself is created when it does not exist yet (the server refuses to start
+on a project that does not exist). Every other key of those files is kept as it was; a
+``save.md`` that this installer did not write is kept unless ``--force``. A second run changes nothing and says so. Files are checked
 before anything is written: a settings file that is not valid JSON stops the run (exit 2) with
 nothing written.
 """
@@ -32,10 +34,13 @@ from typing import Any, NoReturn
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError
 from django.utils.text import slugify
 
 from memoryproject.errors import ApplicationError
+from memoryproject.models import Project
 from memoryproject.projects import validate_project_slug
+from memoryproject.services import project_create
 
 SERVER = "memoryproject"
 TEMPLATES = Path(settings.BASE_DIR) / "integrations" / "claude-code"
@@ -230,12 +235,20 @@ class Command(BaseCommand):
             writes, changes = self._plan(root, target, force=options["force"])
         except ApplicationError as exc:
             self._fail(exc.message)
+        try:
+            project_missing = not Project.objects.filter(slug=target.project).exists()
+        except DatabaseError as exc:
+            self._fail(f"the memory database cannot be read ({exc}); run manage.py migrate")
         if not options["dry_run"]:
             for path, text in writes:
                 try:
                     write_atomically(path, text)
                 except OSError as exc:
                     self._fail(f"{path.relative_to(root)}: cannot be written ({exc.strerror})")
+            if project_missing:
+                project_create(slug=target.project)
+        if project_missing:
+            changes.append(Change("(memory database)", f"project {target.project}", "created"))
         self._report(root, target, changes, dry_run=options["dry_run"], as_json=options["json"])
 
     def _target(self, options: dict[str, Any]) -> tuple[Path, Target]:

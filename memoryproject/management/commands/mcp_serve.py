@@ -1,31 +1,61 @@
 """`manage.py mcp_serve`: the MCP server over stdio (for local agents) or streamable HTTP.
 
+Every call acts as an identity with the same projects and scopes as REST. Over stdio it is
+chosen at start: an API key (``--api-key`` or the ``MEMORY_API_KEY`` environment variable), or
+``--project P --scope read|write`` for a trusted local user of this machine; the project must
+exist (``manage.py create_project``). Over streamable HTTP every request carries its own key
+(``Authorization: Bearer <api key>``); refused keys are throttled.
+
 Over stdio, stdout carries protocol messages only: this command prints nothing, and all
-logging goes to stderr. Over HTTP it binds 127.0.0.1 unless told otherwise and always checks
-the Host and Origin headers, so a web page cannot reach it through DNS rebinding.
+logging goes to stderr. Over HTTP it binds 127.0.0.1 unless told otherwise, refuses any other
+address without ``--allow-remote`` (then put a TLS-terminating proxy in front: keys travel in
+a header), and always checks the Host and Origin headers, so a web page cannot reach it
+through DNS rebinding.
 """
 
 from __future__ import annotations
 
 import copy
+import ipaddress
 import logging
+import os
 from typing import Any
 
 import anyio
 import uvicorn
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.db.migrations.executor import MigrationExecutor
 from mcp.server.transport_security import TransportSecuritySettings
 from uvicorn.config import LOGGING_CONFIG
 
+from memoryproject.auth import KeyRefused, api_key_verify
 from memoryproject.errors import ApplicationError
 from memoryproject.mcp import LogLevel, build_server
-from memoryproject.projects import project_resolve
+from memoryproject.mcp_auth import FailedAuthThrottle
+from memoryproject.models import Scope
+from memoryproject.projects import (
+    Identity,
+    LocalIdentity,
+    project_get,
+    project_resolve,
+    validate_project_slug,
+)
 
 logger = logging.getLogger("memoryproject.mcp")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+API_KEY_ENV = "MEMORY_API_KEY"
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuritySettings:
@@ -60,8 +90,10 @@ def uvicorn_log_config() -> dict[str, Any]:
 class Command(BaseCommand):
     help = (
         "Serve memoryproject's tools, resources and prompts over MCP (stdio by default, or "
-        "streamable HTTP). Example for Claude Code: claude mcp add memoryproject -- "
-        "<path>/.venv/bin/python <path>/manage.py mcp_serve"
+        "streamable HTTP). Over stdio choose an identity: MEMORY_API_KEY=<key> (or --api-key), "
+        "or --project P --scope read|write. Example for Claude Code: claude mcp add "
+        "memoryproject -- <path>/.venv/bin/python <path>/manage.py mcp_serve --project P "
+        "--scope write"
     )
     # System checks may print to stdout, which belongs to the protocol.
     requires_system_checks: list[str] = []
@@ -70,7 +102,24 @@ class Command(BaseCommand):
         parser.add_argument(
             "--project",
             default=None,
-            help="Default project for calls that do not name one (default: MEMORY_DEFAULT_PROJECT).",
+            help=(
+                "stdio: the project of a local identity (with --scope), or the default project "
+                "among an API key's. It must exist (manage.py create_project)."
+            ),
+        )
+        parser.add_argument(
+            "--scope",
+            choices=[Scope.READ, Scope.WRITE],
+            default=None,
+            help="stdio: run as the trusted local identity local:<project>/<scope>.",
+        )
+        parser.add_argument(
+            "--api-key",
+            default=None,
+            help=(
+                f"stdio: run as this API key (prefer the {API_KEY_ENV} environment variable: "
+                "a command line is visible to other users of the machine)."
+            ),
         )
         parser.add_argument(
             "--transport",
@@ -83,6 +132,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765).")
         parser.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp).")
+        parser.add_argument(
+            "--allow-remote",
+            action="store_true",
+            help=(
+                "HTTP: allow a non-loopback bind address. Put a TLS-terminating reverse proxy "
+                "in front: API keys travel in the Authorization header."
+            ),
+        )
         parser.add_argument(
             "--allowed-host",
             action="append",
@@ -104,44 +161,70 @@ class Command(BaseCommand):
         port = options["port"]
         if not 0 < port < 65536:
             raise CommandError(f"--port: must be between 1 and 65535, got {port}")
+        if transport != "stdio":
+            self._check_http_options(options)
         self._check_migrations()
-        default_project = self._prepare_project(options["project"])
         log_level: LogLevel = options["log_level"] or (
             "WARNING" if transport == "stdio" else "INFO"
         )
         for name in ("memoryproject", "mcp"):
             logging.getLogger(name).setLevel(log_level)
-
-        server = build_server(default_project=default_project, log_level=log_level)
         try:
             if transport == "stdio":
+                raw_key, local, default_project = self._stdio_identity(options)
+                server = build_server(
+                    default_project=default_project,
+                    log_level=log_level,
+                    api_key=raw_key,
+                    local=local,
+                )
                 server.run("stdio")
             else:
-                host = options["host"]
-                logger.warning(
-                    "memoryproject MCP server on http://%s:%s%s (project %s)",
-                    host,
-                    port,
-                    options["path"],
-                    default_project or "default",
-                )
-                app = server.streamable_http_app(
-                    streamable_http_path=options["path"],
-                    transport_security=transport_security_for(host, options["allowed_host"]),
-                    host=host,
-                )
-                config = uvicorn.Config(
-                    app,
-                    host=host,
-                    port=port,
-                    log_level=log_level.lower(),
-                    log_config=uvicorn_log_config(),
-                )
-                anyio.run(uvicorn.Server(config).serve)
+                self._serve_http(options, log_level)
         except KeyboardInterrupt:
             pass
         finally:
             connections.close_all()
+
+    def _check_http_options(self, options: dict[str, Any]) -> None:
+        for name in ("project", "scope", "api_key"):
+            if options[name]:
+                flag = "--" + name.replace("_", "-")
+                raise CommandError(
+                    f"{flag}: not used over streamable-http: each request's API key "
+                    "(Authorization: Bearer <key>) chooses its identity and projects"
+                )
+        host = options["host"]
+        if not is_loopback(host) and not options["allow_remote"]:
+            raise CommandError(
+                f"--host: {host} is not a loopback address; pass --allow-remote to serve "
+                "beyond this machine, behind a TLS-terminating reverse proxy (API keys travel "
+                "in a header)"
+            )
+
+    def _serve_http(self, options: dict[str, Any], log_level: LogLevel) -> None:
+        host, port, path = options["host"], options["port"], options["path"]
+        bind = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        server = build_server(log_level=log_level, http_url=f"http://{bind}:{port}{path}")
+        logger.warning(
+            "memoryproject MCP server on http://%s:%s%s (Authorization: Bearer <api key>)",
+            bind,
+            port,
+            path,
+        )
+        app = server.streamable_http_app(
+            streamable_http_path=path,
+            transport_security=transport_security_for(host, options["allowed_host"]),
+            host=host,
+        )
+        config = uvicorn.Config(
+            FailedAuthThrottle(app),
+            host=host,
+            port=port,
+            log_level=log_level.lower(),
+            log_config=uvicorn_log_config(),
+        )
+        anyio.run(uvicorn.Server(config).serve)
 
     def _check_migrations(self) -> None:
         connection = connections[DEFAULT_DB_ALIAS]
@@ -158,14 +241,38 @@ class Command(BaseCommand):
                 "run `python manage.py migrate` first"
             )
 
-    def _prepare_project(self, slug: str | None) -> str | None:
-        if slug is None:
-            return None
+    def _stdio_identity(
+        self, options: dict[str, Any]
+    ) -> tuple[str | None, LocalIdentity | None, str | None]:
+        """(raw API key, local identity, default project) of a stdio server, checked now."""
+        slug, scope = options["project"], options["scope"]
+        raw_key, source = options["api_key"], "--api-key"
+        if raw_key and scope:
+            raise CommandError("--scope: not used with --api-key: the key has its own scope")
+        if not raw_key and not scope:
+            raw_key, source = os.environ.get(API_KEY_ENV, "").strip() or None, API_KEY_ENV
         try:
-            # A trusted local server: naming a new project creates it, so reads work at once.
-            project = project_resolve(slug=slug, api_key=None, access="write")
+            if raw_key:
+                identity: Identity = self._key(raw_key, source)
+            elif scope:
+                project = project_get(
+                    validate_project_slug(slug) if slug else settings.MEMORY_DEFAULT_PROJECT
+                )
+                return None, LocalIdentity(project=project.slug, scope=scope), None
+            else:
+                raise CommandError(
+                    "no identity: pass --project P --scope read|write (a trusted local user), "
+                    f"or an API key in {API_KEY_ENV} (or --api-key)"
+                )
+            default = project_resolve(slug=slug, api_key=identity, access="read") if slug else None
         except ApplicationError as exc:
             raise CommandError(f"--project: {exc.message.removeprefix('project: ')}") from exc
         finally:
             close_old_connections()
-        return project.slug
+        return raw_key, None, default.slug if default else None
+
+    def _key(self, raw_key: str, source: str) -> Identity:
+        try:
+            return api_key_verify(raw_key)
+        except KeyRefused as exc:
+            raise CommandError(f"{source}: {exc}") from exc

@@ -28,7 +28,11 @@ class Command(BaseCommand):
     help = "Trust-score and store a session summary read from --file F or from stdin (-)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--project", required=True, help="project slug (created if new)")
+        parser.add_argument(
+            "--project",
+            required=True,
+            help="project slug (it must exist: manage.py create_project)",
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--file", help="read the summary from this file")
         source.add_argument(

@@ -1,0 +1,1 @@
+"""Pure computation shared by every app (no Django import)."""

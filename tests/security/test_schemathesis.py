@@ -1,0 +1,122 @@
+"""Schemathesis over every operation of the published OpenAPI schema, through the real WSGI
+application with a real API key: no server error, and every answer (successes and errors alike)
+has a documented status, content type, headers and body.
+
+Bounded and deterministic for CI: at most 25 examples per operation, derandomized.
+
+The schema itself: every operation documents the JSON error answers, and the ids in paths
+their patterns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from rest_framework.test import APIClient
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+ERRORS = {"400", "401", "403", "404", "405", "413", "429"}
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+]
+
+
+@pytest.fixture
+def api_key(make_key) -> str:
+    _, key = make_key(scope="admin", projects=("default",))
+    return key
+
+
+@pytest.fixture
+def same_transaction(db) -> Iterator[None]:
+    """Like Django's test client, the WSGI application's requests do not close the database
+    connection (which would end the test's transaction)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+# Loaded when the module is collected: generating the schema reads no database.
+schema = schemathesis.openapi.from_wsgi("/v1/schema/?format=json", get_wsgi_application())
+
+
+@schema.parametrize()
+@settings(
+    max_examples=25,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+def test_every_operation_answers_as_documented(case, same_transaction, api_key):
+    case.call_and_validate(headers={"Authorization": f"Bearer {api_key}"}, checks=CHECKS)
+
+
+@pytest.fixture
+def published() -> dict[str, Any]:
+    response = APIClient().get("/v1/schema/", {"format": "json"})
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+@pytest.mark.django_db
+def test_every_operation_documents_the_json_error_answers(published):
+    error = published["components"]["schemas"]["ErrorAnswer"]
+    assert {"code", "message"} <= set(error["required"])
+    count = 0
+    for path, methods in published["paths"].items():
+        for method, operation in methods.items():
+            count += 1
+            missing = ERRORS - set(operation["responses"])
+            assert not missing, f"{method.upper()} {path} does not document {missing}"
+            for status in ERRORS:
+                body = operation["responses"][status]["content"]["application/json"]
+                assert body["schema"] == {"$ref": "#/components/schemas/ErrorAnswer"}
+    assert count >= 20
+
+
+@pytest.mark.django_db
+def test_ids_in_paths_have_patterns(published):
+    for path, methods in published["paths"].items():
+        for method, operation in methods.items():
+            for param in operation.get("parameters", []):
+                if param["in"] != "path":
+                    continue
+                shape = param["schema"]
+                assert (
+                    "pattern" in shape
+                    or shape.get("format") == "uuid"
+                    or (shape.get("type") == "integer")
+                ), f"{method.upper()} {path}: {param['name']} has no pattern"
+
+
+@pytest.mark.django_db
+def test_page_sizes_are_documented_with_their_maximum(published):
+    for path, methods in published["paths"].items():
+        for param in methods.get("get", {}).get("parameters", []):
+            if param["name"] == "limit":
+                assert param["schema"].get("maximum"), path
