@@ -1,5 +1,6 @@
-"""Admin of the audit trail: the injection log (read-only for everyone, superusers included:
-records are appended by services only and the tables refuse changes), contradiction audit runs
+"""Admin of the audit trail: the injection log (``admin_log``: read-only for everyone,
+superusers included: records are appended by services only and the tables refuse changes),
+the review queue (``admin_reviews``), contradiction audit runs
 (read-only) and findings, which staff resolve or dismiss with a reason."""
 
 from __future__ import annotations
@@ -10,34 +11,14 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from audit_app.models import AuditRun, ContradictionFinding, FindingState, InjectionRecord
+from audit_app import (
+    admin_log,  # noqa: F401  (registers the injection log)
+    admin_reviews,  # noqa: F401  (registers the review queue)
+)
+from audit_app.admin_log import InjectionRecordAdmin as InjectionRecordAdmin
+from audit_app.models import AuditRun, ContradictionFinding, FindingState
 from audit_app.services import finding_settle
 from memoryproject.admin import ServiceRowsAdmin
-
-
-@admin.register(InjectionRecord)
-class InjectionRecordAdmin(ServiceRowsAdmin):
-    # What a reviewer scans first: the decision, then where it came from.
-    list_display = [
-        "seq",
-        "created_at",
-        "status",
-        "decision",
-        "trust_score",
-        "threshold",
-        "mode",
-        "project",
-        "source",
-        "channel",
-        "client",
-    ]
-    list_filter = ["source", "status", "decision", "channel", "project"]
-    search_fields = ["client", "prompt_sha256", "record_hash"]
-    ordering = ["-seq"]
-
-    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
-        # The exact text delivered is read from the text store ("" once erased).
-        return [f.name for f in InjectionRecord._meta.fields] + ["system_prompt"]
 
 
 class _SettleForm(forms.ModelForm):
@@ -63,6 +44,7 @@ class ContradictionFindingAdmin(ServiceRowsAdmin):
     list_display = ["id", "project", "rule", "subject", "state", "settled_by", "last_seen_run"]
     list_filter = ["state", "rule", "project"]
     search_fields = ["subject", "evidence", "fact_ids"]
+    list_select_related = ["project", "last_seen_run__project"]
     readonly_fields = [
         "project",
         "rule",
@@ -102,3 +84,4 @@ class AuditRunAdmin(ServiceRowsAdmin):
         "channel",
     ]
     list_filter = ["project", "channel"]
+    list_select_related = ["project"]

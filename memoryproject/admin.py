@@ -1,14 +1,35 @@
 """Admin for projects and API keys (keys are listed and revoked here; created by command)."""
 
+from datetime import datetime
+
 from django.contrib import admin, messages
 from django.contrib.admin.exceptions import NotRegistered
 from django.http import HttpRequest, HttpResponseRedirect
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from rest_framework_api_key.admin import APIKeyModelAdmin
 
 from memoryproject.models import Project, ProjectAPIKey
+from memoryproject.timeutil import iso
 
 admin.site.site_header = "memoryproject console"
 admin.site.site_title = "memoryproject"
+
+
+def utc_time_cell(value: datetime | None) -> SafeString:
+    """A time as the console shows it: ISO-8601 in UTC to the second, with the reader's local
+    time beside it (filled in by the console script from the same instant; the UTC text
+    stands alone without it)."""
+    if value is None:
+        return format_html("{}", "—")
+    stamp = iso(value.replace(microsecond=0)) or ""
+    return format_html(
+        '<time datetime="{}" class="utc-time">{}</time>'
+        '<span class="local-time" data-utc="{}"></span>',
+        stamp,
+        stamp,
+        stamp,
+    )
 
 
 class ServiceRowsAdmin(admin.ModelAdmin):

@@ -29,6 +29,7 @@ removes its graph, not the record of what it held.
 
 from __future__ import annotations
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 
 from audit_app.models import AppendOnlyError, AppendOnlyModel, audit_maintenance
@@ -85,4 +86,12 @@ class GraphChange(AppendOnlyModel):
         ]
 
     def __str__(self) -> str:
-        return f"change #{self.seq} {self.action} {self.record_type} {self.record_id}"
+        # The log outlives a deleted project (no database constraint): say so, not fail.
+        try:
+            where = self.project.slug
+        except ObjectDoesNotExist:
+            where = f"deleted project {self.project_id}"
+        return (
+            f"Change #{self.seq} in {where}: {self.get_action_display()} "
+            f"({self.record_type} {self.record_id})"
+        )

@@ -23,4 +23,4 @@ class Entity(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.slug
+        return f"{self.name} ({self.slug})" if self.name and self.name != self.slug else self.slug

@@ -49,7 +49,7 @@ class Episode(models.Model):
         indexes = [models.Index(fields=["project", "revision"], name="graph_ep_proj_rev")]
 
     def __str__(self) -> str:
-        return f"{self.id} {self.title}"
+        return f"{self.title} ({self.category}, {self.occurred_at:%Y-%m-%d})"
 
 
 class EpisodeFile(models.Model):

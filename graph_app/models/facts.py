@@ -83,7 +83,9 @@ class TemporalFact(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.id} {self.subject_id} {self.predicate} {self.object_value[:40]}"
+        # "payments-service · uses_token_format = jwt"
+        value = self.object_value if len(self.object_value) <= 60 else self.object_value[:59] + "…"
+        return f"{self.subject.slug} · {self.predicate} = {value}"
 
     @property
     def status(self) -> str:

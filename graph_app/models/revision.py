@@ -23,4 +23,4 @@ class GraphRevision(models.Model):
     head_hash = models.CharField(max_length=64, default=GENESIS_HASH)
 
     def __str__(self) -> str:
-        return f"{self.project_id}@{self.revision}"
+        return f"Graph of {self.project.slug} at revision {self.revision}"
