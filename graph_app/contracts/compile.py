@@ -62,6 +62,23 @@ class CompileInput(Input):
             "in suppressed_stale."
         ),
     ] = False
+    profile: Annotated[
+        Literal["code", "dialogue"],
+        Field(
+            description="How the query is read. `code` (default): every word but English stop "
+            'words counts ("what kind of cache", "return type"). `dialogue`, for memory made '
+            'of conversation turns: chat fillers and question scaffolding ("what kind of", '
+            '"how many times", "did ... mention") are dropped too.'
+        ),
+    ] = "code"
+    order: Annotated[
+        Literal["layout", "relevance"],
+        Field(
+            description="Order of `items`: `layout` (default) follows the markdown (facts, "
+            "then episodes by day); `relevance` lists the most relevant first. The markdown "
+            "keeps its layout either way."
+        ),
+    ] = "layout"
     with_proofs: Annotated[
         bool,
         Field(

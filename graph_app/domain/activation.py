@@ -1,8 +1,8 @@
 """Spreading activation over the entity graph.
 
 A query rarely names everything that matters: asking about ``order_repository`` invariants
-should also bring in the ``payment_ledger`` facts it depends on. The entities of the best
-matches are seeds holding their (normalised) relevance; activation flows along active edges
+should also bring in the ``payment_ledger`` facts it depends on. The entities the query names
+and those of the best matches are seeds holding their strength; activation flows along edges
 (facts whose object is an entity, followed in both directions) for up to ``hops`` steps, losing
 ``decay`` per step. A node keeps the strongest activation that reached it (max, not sum), so a
 hub with many neighbours does not swamp the ranking. Pure Python: no Django import.

@@ -1,14 +1,16 @@
 """Okapi BM25 over a mutable document set, with exact-identifier boosting.
 
-The scoring is rank-bm25's ``BM25Okapi`` (k1=1.5, b=0.75, negative IDFs floored at
-epsilon x average IDF, the IDF table computed by ``BM25Okapi._calc_idf`` itself, and clamped
-at zero when that floor is itself negative, which happens in tiny corpora). What differs is
-the bookkeeping: documents can be added and replaced one at a time (term postings, document
-frequencies and lengths are maintained incrementally), and a query only touches the
-postings of its own terms instead of every document. The IDF table is recomputed from the
-document frequencies, in sorted term order, whenever the set changed, so an index brought up
-to date by a series of writes scores exactly like one built from scratch over the same
-documents. Pure Python + numpy: no Django import.
+Scores are Okapi BM25 as rank-bm25's ``BM25Okapi`` computes them (k1=1.5, b=0.75; a term in
+more than half of the documents, whose IDF log((N - df + 0.5) / (df + 0.5)) is negative, gets
+epsilon x the average IDF instead, and never less than zero, which a tiny corpus can produce).
+The formula is written out here rather than borrowed from rank-bm25: its public API scores a
+corpus given whole at construction, while this index changes one document at a time (term
+postings, document frequencies and lengths are maintained incrementally) and a query only
+touches the postings of its own terms instead of every document. The IDF table is recomputed
+from the document frequencies, in sorted term order, whenever the set changed, so an index
+brought up to date by a series of writes scores exactly like one built from scratch over the
+same documents (the tests check the scores against ``BM25Okapi.get_scores``). Pure Python +
+numpy: no Django import.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from rank_bm25 import BM25Okapi
 
 K1 = 1.5
 B = 0.75
@@ -26,6 +27,28 @@ EPSILON = 0.25
 # Extra weight, in multiples of the term's IDF, for a query identifier found whole in a
 # document: "order_repository" should beat a document that only says "order" and "repository".
 IDENTIFIER_BOOST = 1.0
+
+
+def okapi_idf(n_docs: int, document_frequency: dict[str, int], epsilon: float) -> dict[str, float]:
+    """Okapi IDF per term, log((N - df + 0.5) / (df + 0.5)); a negative one (a term in more than
+    half of the documents) becomes ``epsilon`` x the average IDF, and no IDF is below zero, so
+    a term present in a document never makes it rank below one without it. Terms are summed in
+    the order given (sorted by the caller), so the average does not depend on arrival order."""
+    if not n_docs or not document_frequency:
+        return {}
+    idf: dict[str, float] = {}
+    negative: list[str] = []
+    total = 0.0
+    for term, df in document_frequency.items():
+        value = math.log(n_docs - df + 0.5) - math.log(df + 0.5)
+        idf[term] = value
+        total += value
+        if value < 0:
+            negative.append(term)
+    floor = epsilon * total / len(idf)
+    for term in negative:
+        idf[term] = floor
+    return {term: max(value, 0.0) for term, value in idf.items()}
 
 
 class BM25Index:
@@ -111,20 +134,11 @@ class BM25Index:
         n_docs = len(self._slot_of)
         self._avgdl = self._total_len / n_docs if n_docs else 0.0
         self._doc_len_array = np.asarray(self._doc_len, dtype=np.float64)
-        self._idf = {}
-        if n_docs and self._postings:
-            # rank-bm25's own IDF computation; sorted terms make the average IDF (a float sum)
-            # independent of the order in which documents arrived.
-            idf_table = BM25Okapi.__new__(BM25Okapi)
-            idf_table.corpus_size = n_docs
-            idf_table.epsilon = self.epsilon
-            idf_table.idf = {}
-            idf_table._calc_idf(
-                {term: len(self._postings[term]) for term in sorted(self._postings)}
-            )
-            # In a tiny corpus the average IDF, hence rank-bm25's floor, can itself be negative;
-            # a term present in a document must never make it rank below one without it.
-            self._idf = {term: max(value, 0.0) for term, value in idf_table.idf.items()}
+        self._idf = okapi_idf(
+            n_docs,
+            {term: len(self._postings[term]) for term in sorted(self._postings)},
+            self.epsilon,
+        )
         self._dirty = False
 
     # -- scoring -------------------------------------------------------------------------

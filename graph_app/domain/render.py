@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 
+from graph_app.domain.tokenize import month_words
+
 EPISODE_TAGS = {
     "adr": "ADR",
     "bug_root_cause": "BUG",
@@ -143,7 +145,7 @@ def episode_text(
     """The text BM25 indexes for an episode: its words, files, category and month/year."""
     parts = [title, content, " ".join(files), CATEGORY_WORDS.get(category, category)]
     if occurred_at is not None:
-        parts.append(occurred_at.strftime("%B %Y"))
+        parts.append(month_words(occurred_at.year, occurred_at.month))
     return " ".join(p for p in parts if p)
 
 

@@ -8,15 +8,19 @@
 2. pseudo-relevance feedback: the most distinctive terms of the best few documents are added
    to the query at a lower weight, so words the query did not use but its best answers share
    still count;
-3. spreading activation from the entities of the best documents over visible edges, up to two
-   hops, surfacing facts about entities the query did not name (``activation.py``);
+3. spreading activation over visible edges (both directions, Cortex-style object values
+   included), up to two hops, from the entities the query names (full strength) and those of
+   its best documents (a share of their relevance): the items about the entities reached are
+   relevant by activation x salience (invariants, decisions and bug causes first), beside their
+   relevance by words, surfacing what the query did not name (``activation.py``);
 4. stream neighbours: an episode that is part of a stream (a conversation, a migration log)
    lends part of its relevance to the episodes just before and after it, which often hold the
    answer to the question it raised or the context it relies on.
 
 Visibility is decided per request: live (active facts, every episode), history included, or
 bi-temporal time travel (valid at ``as_of`` as known at ``known_at``). Matching facts that are
-hidden because they were superseded or closed are counted as suppressed. Pure Python + numpy:
+hidden because they were superseded or closed are counted as suppressed. A query asking what
+changed since a day keeps only part of the relevance of older items. Pure Python + numpy:
 no Django import.
 """
 
@@ -26,12 +30,13 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 
 import numpy as np
 
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import BM25Index
-from graph_app.domain.tokenize import identifiers, tokenize_query
+from graph_app.domain.tokenize import identifiers, query_words, since_date, tokenize_query
 
 INF = math.inf
 _FILL = {
@@ -61,6 +66,15 @@ class MemoryDoc:
     valid_from: float = -INF  # facts: valid_from; episodes: occurred_at
     valid_until: float = INF
     closed_at: float = INF
+    # Identifiers the item names in its text (lower-cased): it is about those that are entities
+    # of the graph even when its writer did not list them in ``entities``.
+    mentions: tuple[str, ...] = ()
+    # A fact whose object value reads as an entity id without being linked to one (written
+    # before that entity existed, the way agents write facts): an edge once the entity is known.
+    object_ref: str | None = None
+    # How much an agent needs the item when it is about an entity near the query's: invariants,
+    # decisions and bug root causes before notes (1.0 = the most).
+    salience: float = 1.0
     payload: object = field(default=None, compare=False)
 
 
@@ -87,6 +101,8 @@ class Visibility:
 
 @dataclass(frozen=True)
 class RankParams:
+    # Query terms (stems) that shape a question rather than say what it is about: a profile's.
+    drop: frozenset[str] = frozenset()
     pool: int = 1000
     candidates: int = 300
     prf_docs: int = 3
@@ -94,8 +110,8 @@ class RankParams:
     prf_weight: float = 0.3
     seeds: int = 5
     hops: int = 2
-    decay: float = 0.5
-    activation_weight: float = 0.5
+    decay: float = 0.8
+    activation_weight: float = 1.0
     activation_min: float = 0.05
     activation_frontier: int = 12
     activated_max: int = 24
@@ -104,6 +120,16 @@ class RankParams:
     stream_sources: int = 40
     coordination: float = 0.75
     stream_backward: float = 0.7
+    # Entities the query names seed activation at full strength; the items of entities reached
+    # from them lend relevance by their salience (see ``MemoryDoc.salience``).
+    named_seed: float = 1.0
+    # The entities of the best items seed it too, at this share of the item's relevance: they
+    # are what the query found, not what it asked about.
+    item_seed: float = 0.3
+    # A bonus below this is not lent: raised to the packer's sharpness it would be nothing.
+    bonus_min: float = 0.1
+    # "what changed since <date>": items before that day keep this share of their relevance.
+    before_since: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -122,9 +148,13 @@ class MemoryIndex:
         self.bm25 = BM25Index()
         self.docs: dict[str, MemoryDoc] = {}
         self._slot_docs: list[MemoryDoc | None] = []
-        self._facts_of: dict[str, set[str]] = {}
-        self._episodes_of: dict[str, set[str]] = {}
-        self._edges_of: dict[str, dict[str, str]] = {}  # entity -> fact key -> other entity
+        # The entity graph, nodes keyed by lower-cased entity id: the items about each node
+        # (facts by subject, episodes by listed entity or by mention) and its edges.
+        self._items_of: dict[str, dict[str, float]] = {}  # node -> item key -> salience
+        self._mentioned_by: dict[str, set[str]] = {}  # identifier -> episodes naming it
+        self._edges_of: dict[str, dict[str, str]] = {}  # node -> fact key -> other node
+        self._refs: dict[str, dict[str, str]] = {}  # object_ref -> fact key -> subject node
+        self._out_refs: dict[str, dict[str, str]] = {}  # subject node -> fact key -> object_ref
         self._streams: dict[str, dict[int, str]] = {}
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
         self._arrays: dict[str, np.ndarray] = {
@@ -149,31 +179,81 @@ class MemoryIndex:
             self._slot_docs.append(None)
         self._slot_docs[slot] = doc
         self.docs[doc.key] = doc
-        if doc.kind == "fact" and doc.subject:
-            self._facts_of.setdefault(doc.subject, set()).add(doc.key)
-        if doc.kind == "episode":
-            for entity in doc.entities:
-                self._episodes_of.setdefault(entity, set()).add(doc.key)
-        if doc.edge:
-            a, b = doc.edge
-            self._edges_of.setdefault(a, {})[doc.key] = b
-            self._edges_of.setdefault(b, {})[doc.key] = a
+        self._link(doc)
         if doc.stream is not None and doc.position is not None:
             self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
         self._set_columns(slot, doc)
 
+    def _link(self, doc: MemoryDoc) -> None:
+        if doc.kind == "fact" and doc.subject:
+            self._items_of.setdefault(doc.subject.lower(), {})[doc.key] = doc.salience
+        if doc.kind == "episode":
+            for entity in doc.entities:
+                self._items_of.setdefault(entity.lower(), {})[doc.key] = doc.salience
+            for name in doc.mentions:
+                self._mentioned_by.setdefault(name, set()).add(doc.key)
+        if doc.edge:
+            a, b = (end.lower() for end in doc.edge)
+            self._edges_of.setdefault(a, {})[doc.key] = b
+            self._edges_of.setdefault(b, {})[doc.key] = a
+        elif doc.object_ref and doc.subject:
+            self._refs.setdefault(doc.object_ref, {})[doc.key] = doc.subject.lower()
+            self._out_refs.setdefault(doc.subject.lower(), {})[doc.key] = doc.object_ref
+
     def _unlink(self, doc: MemoryDoc) -> None:
         if doc.subject:
-            self._facts_of.get(doc.subject, set()).discard(doc.key)
+            self._items_of.get(doc.subject.lower(), {}).pop(doc.key, None)
         for entity in doc.entities:
-            self._episodes_of.get(entity, set()).discard(doc.key)
+            self._items_of.get(entity.lower(), {}).pop(doc.key, None)
+        for name in doc.mentions:
+            self._mentioned_by.get(name, set()).discard(doc.key)
         if doc.edge:
             for end in doc.edge:
-                self._edges_of.get(end, {}).pop(doc.key, None)
+                self._edges_of.get(end.lower(), {}).pop(doc.key, None)
+        if doc.object_ref:
+            self._refs.get(doc.object_ref, {}).pop(doc.key, None)
+            if doc.subject:
+                self._out_refs.get(doc.subject.lower(), {}).pop(doc.key, None)
         if doc.stream is not None and doc.position is not None:
             stream = self._streams.get(doc.stream, {})
             if stream.get(doc.position) == doc.key:
                 del stream[doc.position]
+
+    def is_entity(self, node: str) -> bool:
+        """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
+        end of an edge or an entity an episode lists."""
+        return bool(self._items_of.get(node) or self._edges_of.get(node))
+
+    def _neighbours(self, node: str, visible: np.ndarray) -> list[str]:
+        """The entities one visible edge away from ``node``, both directions: linked edges, and
+        facts whose object value names an entity (either end)."""
+        out = []
+        for fact_key, other in self._edges_of.get(node, {}).items():
+            if self._visible(fact_key, visible):
+                out.append(other)
+        for fact_key, subject in self._refs.get(node, {}).items():
+            if self._visible(fact_key, visible):
+                out.append(subject)
+        for fact_key, ref in self._out_refs.get(node, {}).items():
+            if self.is_entity(ref) and self._visible(fact_key, visible):
+                out.append(ref)
+        return out
+
+    def _visible(self, key: str, visible: np.ndarray) -> bool:
+        slot = self.bm25.slot(key)
+        return slot is not None and bool(visible[slot])
+
+    def _items_about(self, node: str) -> dict[str, float]:
+        """The items about an entity with their salience: facts of which it is the subject,
+        episodes that list it or name it."""
+        items = self._items_of.get(node, {})
+        mentioned = self._mentioned_by.get(node)
+        if not mentioned:
+            return items
+        items = dict(items)
+        for key in mentioned:
+            items.setdefault(key, self.docs[key].salience)
+        return items
 
     def subset(self, keep: Iterable[str]) -> MemoryIndex:
         """A new index over some of these documents (tokens are reused, not recomputed)."""
@@ -245,12 +325,44 @@ class MemoryIndex:
     def rank(
         self, query: str, visibility: Visibility, params: RankParams = DEFAULT_PARAMS
     ) -> Ranking:
-        terms = tokenize_query(query) or [w.lower() for w in query.split() if w.strip()]
-        boost = identifiers(query)
+        terms = tokenize_query(query, drop=params.drop) or [
+            w.lower() for w in query.split() if w.strip()
+        ]
         if not self.docs or not terms:
             return Ranking(ranked=[], suppressed_stale=0)
         visible, stale = self.masks(visibility)
-        dense = self.bm25.dense_scores(terms, boost_identifiers=boost)
+        relevance, matched = self._lexical(query, terms, params)
+        suppressed = int(np.count_nonzero((matched > 0) & stale))
+        relevance = np.where(visible, relevance, 0.0)
+
+        # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
+        pool = self._top_slots(relevance, params.pool)
+        named = self._named_entities(query)
+        if not pool and not named:
+            return Ranking(ranked=[], suppressed_stale=suppressed)
+        scores = self._with_feedback(pool, terms, relevance, params)
+        top = self._best(scores, params.candidates)
+        best = top[0][1] if top else 1.0
+        utility: dict[int, float] = {slot: value / best for slot, value in top}
+
+        self._activate(utility, visible, named, params)
+        self._stream_neighbours(utility, visible, params)
+        since = since_date(query) if params.before_since < 1 else None
+        if since is not None:
+            self._prefer_since(utility, since, params)
+
+        ranked = sorted(
+            ((self._slot_docs[s].key, u) for s, u in utility.items() if u > 0),  # type: ignore[union-attr]
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        return Ranking(ranked=ranked, suppressed_stale=suppressed)
+
+    def _lexical(
+        self, query: str, terms: list[str], params: RankParams
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(relevance, matched weight) per slot: BM25 with whole identifiers boosted, weighted
+        by how much of the query each item covers."""
+        dense = self.bm25.dense_scores(terms, boost_identifiers=identifiers(query))
         matched = self.bm25.matched_weight(terms)
         # Okapi BM25 gives a term found in half of the documents zero weight, which in a small
         # project is most terms: a match must still beat a miss, a rare match a common one.
@@ -259,37 +371,40 @@ class MemoryIndex:
             total = sum(self.bm25.smooth_idf(t) for t in set(terms))
             if total > 0:
                 relevance = relevance * (matched / total) ** params.coordination
-        suppressed = int(np.count_nonzero((matched > 0) & stale))
-        relevance = np.where(visible, relevance, 0.0)
+        return relevance, matched
 
-        # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
-        pool = self._top_slots(relevance, params.pool)
-        if not pool:
-            return Ranking(ranked=[], suppressed_stale=suppressed)
+    def _with_feedback(
+        self, pool: list[int], terms: list[str], relevance: np.ndarray, params: RankParams
+    ) -> dict[int, float]:
+        """Scores of the pool, with the most distinctive terms of its best items added to the
+        query at a lower weight (pseudo-relevance feedback)."""
         scores = {slot: float(relevance[slot]) for slot in pool}
-        if params.prf_docs and params.prf_terms and params.prf_weight > 0:
-            expansion = self._feedback_terms(pool[: params.prf_docs], terms, params)
-            if expansion:
-                slots = np.asarray(pool, dtype=np.int64)
-                extra = np.zeros(len(pool))
-                for term, weight in expansion:
-                    extra += weight * self.bm25.term_scores(term, slots)
-                scores = {
-                    slot: scores[slot] + float(e) for slot, e in zip(pool, extra, strict=True)
-                }
+        if not (pool and params.prf_docs and params.prf_terms and params.prf_weight > 0):
+            return scores
+        expansion = self._feedback_terms(pool[: params.prf_docs], terms, params)
+        if not expansion:
+            return scores
+        slots = np.asarray(pool, dtype=np.int64)
+        extra = np.zeros(len(pool))
+        for term, weight in expansion:
+            extra += weight * self.bm25.term_scores(term, slots)
+        return {slot: scores[slot] + float(e) for slot, e in zip(pool, extra, strict=True)}
 
-        top = self._best(scores, params.candidates)
-        best = top[0][1]
-        utility: dict[int, float] = {slot: value / best for slot, value in top}
+    def _named_entities(self, query: str) -> list[str]:
+        """The entities of the graph the query names (whole words or identifiers)."""
+        found = []
+        for word in query_words(query):
+            if word not in found and self.is_entity(word):
+                found.append(word)
+        return found
 
-        self._activate(utility, visible, params)
-        self._stream_neighbours(utility, visible, params)
-
-        ranked = sorted(
-            ((self._slot_docs[s].key, u) for s, u in utility.items() if u > 0),  # type: ignore[union-attr]
-            key=lambda pair: (-pair[1], pair[0]),
-        )
-        return Ranking(ranked=ranked, suppressed_stale=suppressed)
+    def _prefer_since(self, utility: dict[int, float], since: date, params: RankParams) -> None:
+        """A query asking what changed since a day: items from before it matter less."""
+        start = datetime(since.year, since.month, since.day, tzinfo=UTC).timestamp()
+        for slot in list(utility):
+            doc = self._slot_docs[slot]
+            if doc is not None and doc.valid_from < start:
+                utility[slot] *= params.before_since
 
     def _feedback_terms(
         self, top: list[int], terms: list[str], params: RankParams
@@ -310,30 +425,23 @@ class MemoryIndex:
         heaviest = chosen[0][1]
         return [(t, params.prf_weight * w / heaviest) for t, w in chosen]
 
-    def _activate(self, utility: dict[int, float], visible: np.ndarray, params: RankParams) -> None:
+    def _activate(
+        self,
+        utility: dict[int, float],
+        visible: np.ndarray,
+        named: list[str],
+        params: RankParams,
+    ) -> None:
+        """Spreading activation from the entities the query names and those of its best
+        items; the items about the entities reached gain relevance by activation x salience."""
         if params.hops <= 0 or params.activation_weight <= 0:
             return
-        seeds: dict[str, float] = {}
-        for slot, value in self._best(utility, params.seeds):
-            doc = self._slot_docs[slot]
-            if doc is None:
-                continue
-            for entity in doc.entities:
-                seeds[entity] = max(seeds.get(entity, 0.0), value)
+        seeds = self._seeds(utility, named, params)
         if not seeds:
             return
-
-        def neighbours(entity: str) -> list[str]:
-            out = []
-            for fact_key, other in self._edges_of.get(entity, {}).items():
-                slot = self.bm25.slot(fact_key)
-                if slot is not None and visible[slot]:
-                    out.append(other)
-            return out
-
         activation = spread_activation(
             seeds,
-            neighbours,
+            lambda node: self._neighbours(node, visible),
             hops=params.hops,
             decay=params.decay,
             min_activation=params.activation_min,
@@ -345,15 +453,56 @@ class MemoryIndex:
             ((e, v) for e, v in activation.items() if v >= params.activation_min),
             key=lambda pair: (-pair[1], pair[0]),
         )[: params.activated_max]
+        # Relevance by the graph stands beside relevance by words, it does not add to it: an item
+        # near the query's entities that also shares its words is not found twice.
+        for slot, bonus in self._lent(strongest, visible, params).items():
+            if bonus > utility.get(slot, 0.0):
+                utility[slot] = bonus
+
+    def _seeds(
+        self, utility: dict[int, float], named: list[str], params: RankParams
+    ) -> dict[str, float]:
+        """Activation seeds: the entities the query names at full strength, those of its best
+        items at a share of the item's relevance."""
+        seeds: dict[str, float] = {node: params.named_seed for node in named}
+        for slot, value in self._best(utility, params.seeds):
+            doc = self._slot_docs[slot]
+            if doc is None:
+                continue
+            for node in self._nodes_of(doc):
+                seeds[node] = max(seeds.get(node, 0.0), params.item_seed * value)
+        return seeds
+
+    def _lent(
+        self, strongest: list[tuple[str, float]], visible: np.ndarray, params: RankParams
+    ) -> dict[int, float]:
+        """The relevance each visible item gets from the activated entities it is about: the
+        strongest one's (a hub's items do not pile up bonuses), when sharpening would not erase
+        it."""
+        lent: dict[int, float] = {}
         for entity, value in strongest:
-            bonus = params.activation_weight * value
-            # Each item appears once per entity, and entities go in a fixed order, so the sums
-            # do not depend on set iteration order.
-            for key in self._facts_of.get(entity, set()) | self._episodes_of.get(entity, set()):
+            strength = params.activation_weight * value
+            if strength < params.bonus_min:
+                break  # strongest first: the rest lend even less
+            for key, salience in self._items_about(entity).items():
+                bonus = strength * salience
+                if bonus < params.bonus_min:
+                    continue
                 item_slot = self.bm25.slot(key)
                 if item_slot is None or not visible[item_slot]:
                     continue
-                utility[item_slot] = utility.get(item_slot, 0.0) + bonus
+                if bonus > lent.get(item_slot, 0.0):
+                    lent[item_slot] = bonus
+        return lent
+
+    def _nodes_of(self, doc: MemoryDoc) -> list[str]:
+        """The entities an item is about: its subject, its edge's ends, the entities it lists
+        and the ones it names."""
+        nodes = [e.lower() for e in doc.entities]
+        if doc.object_ref and self.is_entity(doc.object_ref):
+            nodes.append(doc.object_ref)
+        nodes.extend(m for m in doc.mentions if self.is_entity(m))
+        return nodes
 
     def _stream_neighbours(
         self, utility: dict[int, float], visible: np.ndarray, params: RankParams

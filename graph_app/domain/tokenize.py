@@ -5,13 +5,16 @@ Engineering memory mixes prose with identifiers (``order_repository``, ``Payment
 only one of its words, so an identifier yields its whole lower-cased form (unstemmed, for exact
 matches) plus each of its parts treated as prose. Prose words are lower-cased, stop words are
 dropped and the rest are stemmed with the Snowball English stemmer, so "payments" meets
-"payment". Dates named in a query become ISO day and month terms, the terms items are indexed
-with for the day they occurred. Pure Python: no Django import.
+"payment". What a query drops beyond stop words is its profile's choice (``profiles.py``): code
+questions keep "kind", "type", "times"; chat questions lose them. Dates named in a query become
+ISO day and month terms, the terms items are indexed with for the day they occurred, and month
+names are English whatever the process locale. Pure Python: no Django import.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import date
 from functools import lru_cache
 
@@ -183,13 +186,6 @@ STOP_WORDS: frozenset[str] = frozenset(
         "yourself",
         "yourselves",
         "also",
-        "yes",
-        "yeah",
-        "oh",
-        "hey",
-        "hi",
-        "ok",
-        "okay",
     ]
 )
 
@@ -258,71 +254,50 @@ def identifiers(text: str) -> set[str]:
     return found
 
 
-# Words that shape a question rather than say what it is about ("What kind of ...", "How many
-# times ...", "Would X likely ..."). Dropped from queries only: in stored text they may matter.
-QUERY_STOP_WORDS: frozenset[str] = frozenset(
-    [
-        "kind",
-        "kinds",
-        "type",
-        "types",
-        "sort",
-        "sorts",
-        "likely",
-        "ever",
-        "many",
-        "much",
-        "times",
-        "think",
-        "say",
-        "says",
-        "said",
-        "mention",
-        "mentioned",
-        "describe",
-        "described",
-    ]
-)
-_QUERY_STOP_STEMS = frozenset(stem(w) for w in QUERY_STOP_WORDS)
-
-
-def tokenize_query(text: str) -> list[str]:
-    """Index terms of a query: as ``tokenize``, without question scaffolding words (kept when
-    nothing else is left), plus the ISO terms of the dates it names."""
+def tokenize_query(text: str, *, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Index terms of a query: as ``tokenize``, without the terms in ``drop`` (a query profile's
+    words that shape a question rather than say what it is about; kept when nothing else is
+    left), plus the ISO terms of the dates it names."""
     tokens = tokenize(text)
-    kept = [t for t in tokens if t not in _QUERY_STOP_STEMS] or tokens
+    kept = [t for t in tokens if t not in drop] or tokens
     return kept + [t for t in date_terms(text) if t not in kept]
 
 
-# --- dates ------------------------------------------------------------------------------------
-# A question may name a day ("on 9 November, 2022", "October 13, 2023", "2026-04-20") or a month
-# ("in December 2023"). Items are indexed with the ISO day and month they occurred on
-# ("2022-11-09", "2022-11"), and such query dates become the same terms, so "what happened on
-# 13 October 2023" finds what occurred that day whatever words the item uses.
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
+def stems(words: Iterable[str]) -> frozenset[str]:
+    """The index terms of plain words, as ``tokenize`` makes them (for a profile's word lists)."""
+    return frozenset(stem(w.lower()) for w in words)
+
+
+# --- dates ---------------------------------------------------------------------------------
+# A question may name a day ("on 20 April 2026", "April 20, 2026", "2026-04-20") or a month
+# ("in April 2026"). Items are indexed with the ISO day and month they occurred on
+# ("2026-04-20", "2026-04"), and such query dates become the same terms, so "what changed on
+# 20 April 2026" finds what occurred that day whatever words the item uses. Month names are
+# English and spelled out here, never taken from the process locale (``strftime("%B")`` would
+# say "März" under a German LC_TIME and the index would no longer match the queries).
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_MONTHS = {name.lower(): number for number, name in enumerate(MONTH_NAMES, start=1)}
+_MONTHS.update({name[:3].lower(): number for number, name in enumerate(MONTH_NAMES, start=1)})
+_MONTHS["sept"] = 9
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
+# Every written form is read whatever the profile: "20 April 2026", "the 3rd of June 2023",
+# "9 November, 2022" (the comma form chat logs use), "April 20, 2026", ISO days, "April 2026".
+# A date is unambiguous in any of them, so reading all of them costs a code query nothing.
 _DATE_RES = [
     re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
@@ -331,28 +306,57 @@ _DATE_RES = [
 ]
 
 
+def _match_terms(match: re.Match[str]) -> list[str]:
+    parts = match.groupdict()
+    month_text = parts["month"].lower()
+    month = int(month_text) if month_text.isdigit() else _MONTHS[month_text]
+    year = int(parts["year"])
+    if not 1 <= month <= 12:
+        return []
+    terms = [f"{year:04d}-{month:02d}"]
+    if parts.get("day"):
+        try:
+            day = date(year, month, int(parts["day"]))
+        except ValueError:
+            return []
+        terms.insert(0, day.isoformat())
+    return terms
+
+
 def date_terms(text: str) -> list[str]:
     """ISO day and month terms (``2022-11-09``, ``2022-11``) for the dates named in ``text``."""
     found: list[str] = []
     for pattern in _DATE_RES:
         for match in pattern.finditer(text):
-            parts = match.groupdict()
-            month_text = parts["month"].lower()
-            month = int(month_text) if month_text.isdigit() else _MONTHS[month_text]
-            year = int(parts["year"])
-            if not 1 <= month <= 12:
-                continue
-            terms = [f"{year:04d}-{month:02d}"]
-            if parts.get("day"):
-                try:
-                    day = date(year, month, int(parts["day"]))
-                except ValueError:
-                    continue
-                terms.insert(0, day.isoformat())
-            found.extend(t for t in terms if t not in found)
+            found.extend(t for t in _match_terms(match) if t not in found)
     return found
+
+
+_SINCE_RE = re.compile(r"\b(?:since|after)\s+(?:the\s+)?(?P<rest>.{4,40})", re.IGNORECASE)
+
+
+def since_date(text: str) -> date | None:
+    """The day a query asks to look from ("what changed since 2026-03-01", "after 1 March
+    2026"), or None. A month stands for its first day."""
+    for match in _SINCE_RE.finditer(text):
+        for term in date_terms(match.group("rest")):
+            year, month, *rest = (int(p) for p in term.split("-"))
+            return date(year, month, rest[0] if rest else 1)
+    return None
+
+
+def month_words(year: int, month: int) -> str:
+    """How an item occurring in that month is indexed in words ("April 2026"), in English
+    whatever the process locale."""
+    return f"{MONTH_NAMES[month - 1]} {year:04d}"
 
 
 def occurrence_terms(year: int, month: int, day: int) -> list[str]:
     """The terms an item occurring on that day is indexed with."""
     return [f"{year:04d}-{month:02d}-{day:02d}", f"{year:04d}-{month:02d}"]
+
+
+def query_words(text: str) -> list[str]:
+    """The whole words and identifiers of ``text``, lower-cased, unstemmed, in order: what a
+    query may name an entity by."""
+    return [match.group(0).lower() for match in _WORD_RE.finditer(text)]

@@ -13,6 +13,7 @@ from rank_bm25 import BM25Okapi
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.packing import PackItem, pack
+from graph_app.domain.profiles import CODE, DIALOGUE
 from graph_app.domain.render import best_passage, citable_external_id, episode_citation
 from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
 from graph_app.domain.tokenize import date_terms, identifiers, tokenize, tokenize_query
@@ -63,8 +64,30 @@ def test_sentence_final_dot_is_not_part_of_an_identifier():
 
 
 def test_query_drops_question_scaffolding_but_never_everything():
-    assert tokenize_query("What kind of pottery did Melanie mention?") == ["potteri", "melani"]
-    assert tokenize_query("what kind?") == ["kind"]
+    drop = DIALOGUE.rank.drop
+    assert tokenize_query("What kind of pottery did Melanie mention?", drop=drop) == [
+        "potteri",
+        "melani",
+    ]
+    assert tokenize_query("what kind?", drop=drop) == ["kind"]
+
+
+@pytest.mark.parametrize(
+    ("question", "word"),
+    [
+        ("how many times does payment_client retry?", "time"),
+        ("what kind of cache does payment_client use?", "kind"),
+        ("what is the return type of parse_config?", "type"),
+    ],
+)
+def test_code_profile_keeps_words_the_dialogue_profile_drops(question, word):
+    assert word in tokenize_query(question, drop=CODE.rank.drop)
+    assert word not in tokenize_query(question, drop=DIALOGUE.rank.drop)
+
+
+def test_chat_fillers_are_dropped_by_the_dialogue_profile_only():
+    assert "yeah" in tokenize("yeah the deploy is ok")
+    assert tokenize_query("yeah okay, the deploy?", drop=DIALOGUE.rank.drop) == ["deploy"]
 
 
 def test_identifiers_lists_whole_identifiers_only():
@@ -418,3 +441,69 @@ def test_dates_named_in_text_become_iso_terms(text, terms):
 def test_query_dates_join_the_query_terms_once():
     assert tokenize_query("What happened on 9 November, 2022?")[-2:] == ["2022-11-09", "2022-11"]
     assert tokenize_query("deploy 2026-04-20").count("2026-04-20") == 1
+
+
+def test_dates_do_not_depend_on_the_process_locale(tmp_path):
+    """Under a German LC_TIME, strftime("%B") says "März": the index and the query reader
+    must still say and read "March"."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("localedef") is None:
+        pytest.skip("localedef is not installed: no second locale to run under")
+    built = subprocess.run(
+        ["localedef", "-i", "de_DE", "-f", "UTF-8", str(tmp_path / "de_DE.UTF-8")],
+        capture_output=True,
+    )
+    if built.returncode not in (0, 1) or not (tmp_path / "de_DE.UTF-8").exists():
+        pytest.skip(f"could not build the de_DE locale: {built.stderr.decode()[:200]}")
+    script = (
+        "import locale, datetime as d\n"
+        "locale.setlocale(locale.LC_TIME, '')\n"
+        "from graph_app.domain.render import episode_text\n"
+        "from graph_app.domain.tokenize import date_terms\n"
+        "at = d.datetime(2026, 3, 1, tzinfo=d.UTC)\n"
+        "print(at.strftime('%B'))\n"
+        "print(episode_text(category='adr', title='t', content='c', files=[], occurred_at=at))\n"
+        "print(date_terms('deployed on 1 March 2026'))\n"
+    )
+    env = {"LOCPATH": str(tmp_path), "LC_ALL": "de_DE.UTF-8", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=pathlib.Path(__file__).resolve().parents[2],
+        check=True,
+    ).stdout.splitlines()
+    assert out[0] == "März"  # the locale really is German in that process
+    assert out[1].endswith("March 2026")
+    assert out[2] == "['2026-03-01', '2026-03']"
+
+
+def test_cross_validation_scores_each_group_with_a_setting_chosen_on_the_others():
+    from graph_app.domain.crossval import leave_one_out
+
+    # "a" wins on c1 and c2 by a little, "b" wins big on c3 alone: in-sample picks "b", but
+    # held-out c3 is scored with "a" (chosen on c1+c2), which is what generalising costs.
+    scores = {
+        "a": {"c1": (8, 10), "c2": (8, 10), "c3": (5, 10)},
+        "b": {"c1": (7, 10), "c2": (7, 10), "c3": (10, 10)},
+    }
+    cv = leave_one_out(scores)
+    assert cv.best == "b" and cv.in_sample == pytest.approx(24 / 30)
+    chosen = {f.held_out: f.chosen for f in cv.folds}
+    assert chosen == {"c1": "b", "c2": "b", "c3": "a"}
+    assert cv.cross_validated == pytest.approx((7 + 7 + 5) / 30)
+
+
+def test_since_date_reads_the_day_a_query_looks_from():
+    from datetime import date
+
+    from graph_app.domain.tokenize import since_date
+
+    assert since_date("what changed in billing_worker since 2026-03-01?") == date(2026, 3, 1)
+    assert since_date("deploys after 1 March 2026") == date(2026, 3, 1)
+    assert since_date("anything new since April 2026") == date(2026, 4, 1)
+    assert since_date("what changed on 2026-03-01") is None

@@ -10,14 +10,17 @@ annotations are never read. Each conversation goes into its own temporary projec
 the end.
 
     manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--json]
+    manage.py locomo_eval --data ../shared/datasets/locomo --cross-validate
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import statistics
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
-from graph_app.compiler import compiler_cache_forget, context_compile
+from graph_app.compiler import compiler_cache_forget, context_cited, context_compile
+from graph_app.domain.crossval import leave_one_out, pooled
+from graph_app.domain.profiles import DIALOGUE, Profile
 from graph_app.models import Episode
 from graph_app.services import episode_record
 from memoryproject.models import Project
@@ -77,39 +82,51 @@ def conversation_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
     return questions
 
 
-def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True) -> dict[str, Any]:
+def _ingest(path: Path, *, disable: bool | None) -> tuple[Project, dict[str, Any], list[dict]]:
+    """A temporary project holding the conversation's turns: (project, episode id -> dia_id,
+    questions)."""
     name = path.stem
     data = json.loads(path.read_text())
-    turns = conversation_turns(data, name)
-    questions = conversation_questions(data)
     project = Project.objects.create(
         slug=f"locomo-eval-{name}-{secrets.token_hex(4)}", name=f"LoCoMo eval {name}"
     )
+    with transaction.atomic():
+        for turn in tqdm(conversation_turns(data, name), desc=f"{name} ingest", disable=disable):
+            episode_record(project=project, **turn)
+    external = dict(Episode.objects.filter(project=project).values_list("id", "external_id"))
+    return project, external, conversation_questions(data)
+
+
+def _drop(project: Project) -> None:
+    compiler_cache_forget(project.pk)
+    project.delete()
+
+
+def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True) -> dict[str, Any]:
+    name = path.stem
     # A progress bar on stderr (stdout carries the results), only when it is a terminal.
     disable = None if show_progress else True
+    project, external, questions = _ingest(path, disable=disable)
     try:
-        with transaction.atomic():
-            for turn in tqdm(turns, desc=f"{name} ingest", disable=disable):
-                episode_record(project=project, **turn)
-        external = dict(Episode.objects.filter(project=project).values_list("id", "external_id"))
         hits_all = hits_any = 0
         timings: list[float] = []
         cited_counts: list[int] = []
         for qa in tqdm(questions, desc=f"{name} compile", disable=disable):
             start = time.perf_counter()
-            result = context_compile(project=project, query=qa["question"], max_tokens=budget)
+            result = context_compile(
+                project=project, query=qa["question"], max_tokens=budget, profile="dialogue"
+            )
             timings.append((time.perf_counter() - start) * 1000)
             cited = {external.get(i["id"]) for i in result["items"] if i["kind"] == "episode"}
             cited_counts.append(len(cited))
             hits_all += qa["evidence"] <= cited
             hits_any += bool(qa["evidence"] & cited)
     finally:
-        compiler_cache_forget(project.pk)
-        project.delete()
+        _drop(project)
     count = len(questions)
     return {
         "conversation": name,
-        "turns": len(turns),
+        "turns": len(external),
         "questions": count,
         "recall_all": hits_all / count if count else 0.0,
         "recall_any": hits_any / count if count else 0.0,
@@ -117,6 +134,71 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
         "mean_cited": statistics.fmean(cited_counts) if cited_counts else 0.0,
         "_hits": (hits_all, hits_any),
         "_timings": timings,
+    }
+
+
+# The dialogue profile's constants searched by --cross-validate (the shipped values are in it).
+GRID = {
+    "sharpness": (6.0, 10.0),
+    "full_share": (0.2, 0.35),
+    "preview_tokens": (12, 16),
+    "stream_weight": (0.5, 0.8),
+}
+
+
+def _variant(setting: tuple[Any, ...]) -> Profile:
+    values = dict(zip(GRID, setting, strict=True))
+    rank = replace(DIALOGUE.rank, stream_weight=values.pop("stream_weight"))
+    return replace(DIALOGUE, rank=rank, **values)
+
+
+def _shipped() -> tuple[Any, ...]:
+    return (
+        DIALOGUE.sharpness,
+        DIALOGUE.full_share,
+        DIALOGUE.preview_tokens,
+        DIALOGUE.rank.stream_weight,
+    )
+
+
+def cross_validate(paths: list[Path], *, budget: int, show_progress: bool) -> dict[str, Any]:
+    """Recall (all) of every GRID setting on every conversation, then leave-one-conversation-
+    out: each conversation scored with the setting that is best on the others."""
+    disable = None if show_progress else True
+    scores: dict[tuple[Any, ...], dict[str, tuple[int, int]]] = {}
+    settings = list(itertools.product(*GRID.values()))
+    for path in paths:
+        project, external, questions = _ingest(path, disable=disable)
+        try:
+            for setting in tqdm(settings, desc=f"{path.stem} grid", disable=disable):
+                profile = _variant(setting)
+                hits = 0
+                for qa in questions:
+                    ids = context_cited(
+                        project=project, query=qa["question"], max_tokens=budget, profile=profile
+                    )
+                    hits += qa["evidence"] <= {external.get(i) for i in ids}
+                scores.setdefault(setting, {})[path.stem] = (hits, len(questions))
+        finally:
+            _drop(project)
+    # No preference for the shipped setting on ties: it was chosen knowing every fold.
+    cv = leave_one_out(scores)
+    return {
+        "budget": budget,
+        "grid": {k: list(v) for k, v in GRID.items()},
+        "shipped": dict(zip(GRID, _shipped(), strict=True)),
+        "shipped_in_sample": round(pooled(scores, _shipped(), [p.stem for p in paths]), 4),
+        "best": dict(zip(GRID, cv.best, strict=True)),
+        "best_in_sample": round(cv.in_sample, 4),
+        "cross_validated": round(cv.cross_validated, 4),
+        "folds": [
+            {
+                "held_out": f.held_out,
+                "chosen": dict(zip(GRID, f.chosen, strict=True)),
+                "recall_all": round(f.hits / f.questions, 4) if f.questions else 0.0,
+            }
+            for f in cv.folds
+        ],
     }
 
 
@@ -130,6 +212,12 @@ class Command(BaseCommand):
             "--conversations", default="", help="comma-separated names, e.g. conv-26,conv-30"
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument(
+            "--cross-validate",
+            action="store_true",
+            help="score the dialogue profile's constants over a grid and report the in-sample "
+            "and the leave-one-conversation-out figures (always JSON)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         folder = Path(options["data"])
@@ -146,6 +234,12 @@ class Command(BaseCommand):
         if not 64 <= budget <= 32_000:
             raise CommandError("--budget: must be an integer from 64 to 32000")
 
+        if options["cross_validate"]:
+            if len(paths) < 2:
+                raise CommandError("--cross-validate: needs at least two conversations")
+            report = cross_validate(paths, budget=budget, show_progress=True)
+            self.stdout.write(json.dumps(report))
+            return
         results = [evaluate_conversation(p, budget=budget) for p in paths]
         questions = sum(r["questions"] for r in results)
         timings = [t for r in results for t in r["_timings"]]
