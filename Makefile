@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck bench demo clean
+.PHONY: run test lint typecheck bench demo loadtest clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +19,12 @@ $(VENV)/.installed-dev: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(VENV)/.installed $@
 
+# DEBUG stays off (set DEBUG=1 to opt in); the secret key is made on first run in data/secret_key.
+# Plain HTTP suits a local address only: see "Safety defaults" in the README for a deployment.
 run: $(VENV)/.installed
-	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
-	DEBUG=$${DEBUG:-1} $(PY) manage.py bootstrap
-	DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py bootstrap
+	PLAIN_HTTP=$${PLAIN_HTTP:-1} $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -38,6 +40,14 @@ bench: $(VENV)/.installed
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py memory_benchmark --scale cortex
 	DEBUG=1 $(PY) manage.py plan_benchmark
+
+# Load test: CLIENTS clients for DURATION seconds against gunicorn on a fresh PostgreSQL database
+# (memory_load; LOADTEST_DATABASE_URL names another), then every acknowledged write is checked
+# and the injection log and the graph are verified. LOADTEST_ARGS adds options (--servers 2, --json).
+DURATION ?= 60
+CLIENTS ?= 16
+loadtest: $(VENV)/.installed
+	$(PY) manage.py loadtest --duration $(DURATION) --clients $(CLIENTS) $(LOADTEST_ARGS)
 
 # A guided tour on a temporary database (dropped afterwards); the configured one is not touched
 demo: $(VENV)/.installed

@@ -102,7 +102,7 @@ def test_a_fresh_project_gets_the_server_the_hook_and_the_save_command(tmp_path)
     assert server == {
         "command": str(PYTHON),
         "args": [str(ROOT / "manage.py"), "mcp_serve", "--project", "billing", "--scope", "write"],
-        "env": {"DEBUG": "1"},
+        "env": {},
     }
 
     settings_data = read(tmp_path / ".claude" / "settings.json")
@@ -111,7 +111,6 @@ def test_a_fresh_project_gets_the_server_the_hook_and_the_save_command(tmp_path)
     [hook] = group["hooks"]
     assert hook["type"] == "command"
     assert shlex.split(hook["command"]) == [
-        "DEBUG=1",
         str(PYTHON),
         str(ROOT / "manage.py"),
         "load_session",

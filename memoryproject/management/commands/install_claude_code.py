@@ -221,7 +221,10 @@ class Command(BaseCommand):
             action="append",
             default=[],
             metavar="NAME=VALUE",
-            help="environment of the hook and the MCP server (repeatable; default DEBUG=1)",
+            help=(
+                "environment of the hook and the MCP server (repeatable; default none: the "
+                "secret key is read from data/secret_key like every command)"
+            ),
         )
         parser.add_argument(
             "--force", action="store_true", help="replace a save.md this installer did not write"
@@ -267,7 +270,7 @@ class Command(BaseCommand):
                 raise ApplicationError(f"--env: expected NAME=VALUE, got '{item}'")
             env[name] = value
         manage = Path(settings.BASE_DIR) / "manage.py"
-        target = Target(_python(), str(manage), slug, env or {"DEBUG": "1"})
+        target = Target(_python(), str(manage), slug, env)
         return root, target
 
     def _plan(
