@@ -210,6 +210,12 @@ ERROR_RESPONSES = {
     429: "Too many failed authentication attempts: wait for `Retry-After` seconds.",
 }
 
+#: Answers only a call with a body may get.
+WRITE_ERROR_RESPONSES = {
+    409: "The call contradicts what is stored (e.g. an id or external_id already used with "
+    "other content); the message names the field.",
+}
+
 #: OpenAPI of the ids that URL paths carry (the views' converters take any text).
 PATH_ID_SCHEMAS: dict[str, dict[str, Any]] = {
     "trace_id": {"type": "string", "format": "uuid"},
@@ -226,11 +232,15 @@ PATH_ID_SCHEMAS: dict[str, dict[str, Any]] = {
 
 class ApiSchema(AutoSchema):
     """OpenAPI of every /v1 view: its own answers plus the JSON error answers (401, 403, 404,
-    405, 413, 429 and 400) that any call may get, and the patterns of the ids in its path."""
+    405, 413, 429 and 400) that any call may get (409 too for calls with a body), and the
+    patterns of the ids in its path."""
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
-        for code, description in ERROR_RESPONSES.items():
+        errors = dict(ERROR_RESPONSES)
+        if self.method not in ("GET", "HEAD", "OPTIONS"):
+            errors.update(WRITE_ERROR_RESPONSES)
+        for code, description in sorted(errors.items()):
             responses.setdefault(
                 str(code),
                 self._get_response_for_code(
