@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck bench demo loadtest clean
+.PHONY: run test lint typecheck bench bench-peer demo loadtest clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ bench: $(VENV)/.installed
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py memory_benchmark --scale cortex
 	DEBUG=1 $(PY) manage.py plan_benchmark
+
+# /v1/plan over HTTP beside the CognOS gateway (a copy in PEER_DIR, run in its own virtualenv):
+# alternating runs (wrk if installed) against both: req/s, p50/p99, non-2xx and the ratio;
+# skipped when PEER_DIR is absent. BENCH_PEER_ARGS adds options (--json, --rounds 3, --load python).
+PEER_DIR ?= ../shared/peers/cognos-gateway
+bench-peer: $(VENV)/.installed
+	DEBUG=1 $(PY) manage.py plan_benchmark --against $(PEER_DIR) $(BENCH_PEER_ARGS)
 
 # Load test: CLIENTS clients for DURATION seconds against gunicorn on a fresh PostgreSQL database
 # (memory_load; LOADTEST_DATABASE_URL names another), then every acknowledged write is checked

@@ -60,28 +60,35 @@ def receipt_sources_add(record: Any, items: Sequence[Mapping[str, str]]) -> None
     def ids(kind: str) -> list[str]:
         return [i["id"] for i in items if i["kind"] == kind]
 
-    # One query per kind: the source rows that exist (a receipt may name what is gone).
-    found: dict[str, dict[str, int | str]] = {
-        "trace": {
+    # One query per kind delivered: the source rows that exist (a receipt may name what is gone).
+    # Unordered, so that the lookup uses the (project, trace_id) unique index rather than the
+    # models' default ordering's index, which reads every trace of the project.
+    lookups: dict[str, Any] = {
+        "trace": lambda ids: {
             str(t): pk
             for t, pk in Trace.objects.filter(
-                project_id=record.project_id, trace_id__in=_uuids(ids("trace"))
-            ).values_list("trace_id", "pk")
+                project_id=record.project_id, trace_id__in=_uuids(ids)
+            )
+            .order_by()
+            .values_list("trace_id", "pk")
         },
-        "summary": {
+        "summary": lambda ids: {
             str(t): pk
             for t, pk in SessionSummary.objects.filter(
-                project_id=record.project_id, trace__trace_id__in=_uuids(ids("summary"))
-            ).values_list("trace__trace_id", "pk")
+                project_id=record.project_id, trace__trace_id__in=_uuids(ids)
+            )
+            .order_by()
+            .values_list("trace__trace_id", "pk")
         },
-        "fact": {
-            pk: pk
-            for pk in TemporalFact.objects.filter(pk__in=ids("fact")).values_list("pk", flat=True)
+        "fact": lambda ids: {
+            pk: pk for pk in TemporalFact.objects.filter(pk__in=ids).values_list("pk", flat=True)
         },
-        "episode": {
-            pk: pk
-            for pk in Episode.objects.filter(pk__in=ids("episode")).values_list("pk", flat=True)
+        "episode": lambda ids: {
+            pk: pk for pk in Episode.objects.filter(pk__in=ids).values_list("pk", flat=True)
         },
+    }
+    found: dict[str, dict[str, int | str]] = {
+        kind: lookup(ids(kind)) if ids(kind) else {} for kind, lookup in lookups.items()
     }
     rows = []
     for item in items:

@@ -12,16 +12,24 @@ The tokenized index is kept per project in process memory, keyed by the project'
 revision. A compile reads the revision (one small query); when it moved, only the facts and
 episodes stamped with a later revision are fetched (``graph_app.index_selectors``) and replaced
 in the index, whose BM25 statistics then score exactly like a fresh build. A lock per project
-makes this thread-safe.
+makes this thread-safe. Once a refresh has read ``COMPILER_SNAPSHOT_MIN_ROWS`` rows since the
+last one, the index is written to a snapshot on disk (``graph_app.snapshot``), which the next
+process loads instead of rebuilding; it then reads only the rows changed since.
+``compiler_warm`` loads or builds every project's index up front: in a server's master process
+before it forks, its workers share the indexes copy-on-write.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from functools import lru_cache
+from sys import intern
 from typing import Any, Literal
 
 from django.conf import settings
@@ -70,8 +78,14 @@ from graph_app.domain.tokenize import (
     tokenize,
     tokenize_query,
 )
-from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
+from graph_app.index_selectors import (
+    episode_rows_changed_since,
+    fact_rows_changed_since,
+    graph_head_current,
+    graph_head_reached,
+)
 from graph_app.selectors import facts_visible_at, graph_leaves, graph_revision_current
+from graph_app.snapshot import snapshot_forget, snapshot_read, snapshot_write
 from memoryproject.contracts import Caller, takes
 from memoryproject.domain.screening import instructions_find
 from memoryproject.errors import ConflictError
@@ -103,7 +117,8 @@ class _Item:
     keep: int
     section: str
     order: tuple
-    # facts only: to re-render as known at an earlier transaction time
+    # facts only: the values of ``FACT_LINE_FIELDS``, to re-render as known at an earlier
+    # transaction time
     fact_fields: tuple = ()
     # episodes only: the user's own id, which the citation uses when it is citable
     external_id: str | None = None
@@ -111,6 +126,13 @@ class _Item:
     line_tokens: int = -1
     # the source's content hash (a fact's as known, in a replay), which receipts record
     sha256: str = ""
+
+    def __reduce__(self) -> tuple[type[_Item], tuple[object, ...]]:
+        # Pickled (index snapshots) as its constructor's arguments, like ``MemoryDoc``.
+        return _Item, tuple(getattr(self, name) for name in _ITEM_FIELDS)
+
+
+_ITEM_FIELDS = tuple(f.name for f in dataclass_fields(_Item))
 
 
 def _ts(value: datetime | None, default: float = INF) -> float:
@@ -128,17 +150,41 @@ def _fact_status(row: dict[str, Any]) -> str:
     )
 
 
+#: The arguments of ``fact_line``, in the order ``_Item.fact_fields`` keeps their values.
+FACT_LINE_FIELDS = (
+    "fact_id",
+    "subject",
+    "predicate",
+    "object_value",
+    "valid_from",
+    "valid_until",
+    "status",
+    "source_episode",
+    "sha256",
+)
+
+
+def _terms_of(text: str) -> tuple[str, ...]:
+    # Interned: a project's documents share a few thousand distinct terms, held once in memory
+    # (and once in a snapshot) instead of once per occurrence.
+    return tuple(map(intern, tokenize(text)))
+
+
+def _interned(value: str | None) -> str | None:
+    return None if value is None else intern(value)
+
+
 def _fact_doc(row: dict[str, Any]) -> MemoryDoc:
-    subject = row["subject__slug"]
-    obj = row["object_entity__slug"]
+    subject = intern(row["subject__slug"])
+    obj = _interned(row["object_entity__slug"])
     fields = dict(
         fact_id=row["id"],
         subject=subject,
-        predicate=row["predicate"],
+        predicate=intern(row["predicate"]),
         object_value=row["object_value"],
         valid_from=row["valid_from"],
         valid_until=row["valid_until"],
-        status=_fact_status(row),
+        status=intern(_fact_status(row)),
         source_episode=row["source_episode_id"],
         sha256=row["sha256"],
     )
@@ -159,18 +205,18 @@ def _fact_doc(row: dict[str, Any]) -> MemoryDoc:
         keep=keep,
         section=FACTS_SECTION,
         order=(0.0, 0),
-        fact_fields=tuple(fields.items()),
+        fact_fields=tuple(fields[name] for name in FACT_LINE_FIELDS),
         line_tokens=count_tokens(line),
         sha256=row["sha256"],
     )
     return MemoryDoc(
         key=f"fact:{row['id']}",
         kind="fact",
-        tokens=tuple(tokenize(text)),
+        tokens=_terms_of(text),
         entities=(subject,) + ((obj,) if obj else ()),
         subject=subject,
         edge=(subject, obj) if obj else None,
-        object_ref=None if obj else _entity_ref(row["object_value"]),
+        object_ref=None if obj else _interned(_entity_ref(row["object_value"])),
         salience=salience("fact"),
         recorded_at=_ts(row["recorded_at"]),
         valid_from=_ts(row["valid_from"], -INF),
@@ -227,13 +273,14 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
         occurred_at=occurred,
     )
     stream, position = _stream_of(row["metadata"])
+    stream = _interned(stream)
     item = _Item(
         kind="episode",
         id=row["id"],
         citation=episode_citation(row["id"], row["category"], row["external_id"]),
         line=line,
         keep=keep,
-        section=f"Episodes {day(occurred)}",
+        section=intern(f"Episodes {day(occurred)}"),
         order=(occurred.timestamp(), position if position is not None else 0),
         external_id=row["external_id"],
         line_tokens=count_tokens(line),
@@ -243,10 +290,10 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
     return MemoryDoc(
         key=f"episode:{row['id']}",
         kind="episode",
-        tokens=tuple(tokenize(text))
-        + tuple(occurrence_terms(occurred.year, occurred.month, occurred.day)),
-        entities=tuple(str(e) for e in row["entities_mentioned"] or []),
-        mentions=tuple(sorted(identifiers(f"{row['title']} {row['content']}"))),
+        tokens=_terms_of(text)
+        + tuple(map(intern, occurrence_terms(occurred.year, occurred.month, occurred.day))),
+        entities=tuple(intern(str(e)) for e in row["entities_mentioned"] or []),
+        mentions=tuple(map(intern, sorted(identifiers(f"{row['title']} {row['content']}")))),
         salience=salience(row["category"]),
         stream=stream,
         position=position,
@@ -265,9 +312,17 @@ class _ProjectIndex:
         self.revision = -1
         self.index = MemoryIndex()
         self.max_recorded = -INF
+        # Rows read from the database into this index, and since its last snapshot was written.
+        self.rows_read = 0
+        self.rows_unsaved = 0
+        # The revision of the snapshot this index was loaded from (-1: built from the rows).
+        self.restored = -1
 
     def refresh(self, project: Project) -> int:
-        """Brings the index up to the project's current revision; answers that revision."""
+        """Brings the index up to the project's current revision; answers that revision. A new
+        process starts from the project's snapshot when it still describes the graph."""
+        if self.revision < 0:
+            self._restore(project)
         current = graph_revision_current(project=project)
         if current < self.revision:
             # The graph went back in time (a restored backup, a rolled-back test): start over.
@@ -275,16 +330,52 @@ class _ProjectIndex:
         if current == self.revision:
             return current
         since = max(self.revision, 0)
+        rows = 0
         for row in episode_rows_changed_since(project=project, revision=since):
             self._put(_episode_doc(row))
+            rows += 1
         for row in fact_rows_changed_since(project=project, revision=since):
             self._put(_fact_doc(row))
+            rows += 1
         self.revision = current
+        self.rows_read += rows
+        self.rows_unsaved += rows
+        if self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
+            self._save(project)
         return current
+
+    def _restore(self, project: Project) -> None:
+        snapshot = snapshot_read(project.pk)
+        if snapshot is None or not graph_head_reached(project=project, head=snapshot.head):
+            return
+        index, max_recorded = snapshot.state
+        if isinstance(index, MemoryIndex) and isinstance(max_recorded, float):
+            self.index, self.max_recorded = index, max_recorded
+            self.revision = self.restored = snapshot.head.revision
+            _settle()
+
+    def _save(self, project: Project) -> None:
+        head = graph_head_current(project=project)
+        # Saved only as of a revision the index has reached, with that revision's log head.
+        state = (self.index, self.max_recorded)
+        if (
+            head.revision == self.revision
+            and head.changes > 0
+            and snapshot_write(project.pk, head, state)
+        ):
+            self.rows_unsaved = 0
+        _settle()
 
     def _put(self, doc: MemoryDoc) -> None:
         self.index.upsert(doc)
         self.max_recorded = max(self.max_recorded, doc.recorded_at)
+
+
+def _settle() -> None:
+    """Moves the objects of a freshly built or loaded index out of the garbage collector's
+    generations: they live as long as the process, and a full collection scanning them again
+    and again would stall compiles (and, in forked workers, unshare copy-on-write pages)."""
+    gc.freeze()
 
 
 _cache: dict[int, _ProjectIndex] = {}
@@ -300,9 +391,34 @@ def _project_index(project: Project) -> _ProjectIndex:
 
 
 def compiler_cache_forget(project_pk: int) -> None:
-    """Drops one project's cached index (e.g. once the project is deleted)."""
+    """Drops one project's cached index and its snapshot (e.g. once the project is deleted or
+    a record erased: erased text must not stay on disk)."""
     with _cache_lock:
         _cache.pop(project_pk, None)
+        snapshot_forget(project_pk)
+
+
+def compiler_warm(*, projects: Iterable[Project] | None = None) -> dict[str, int]:
+    """Loads (from its snapshot) or builds the index of every project (or of ``projects``): in
+    a server's master process before it forks its workers, which then share the indexes
+    copy-on-write instead of each loading its own. Answers each index's revision by slug."""
+    count_tokens("")  # the tokenizer's tables load once, in the process that forks
+    warmed: dict[str, int] = {}
+    for project in Project.objects.order_by("pk") if projects is None else projects:
+        entry = _project_index(project)
+        with entry.lock:
+            warmed[project.slug] = entry.refresh(project)
+    return warmed
+
+
+def compiler_cache_stats(project_pk: int) -> dict[str, int] | None:
+    """How this process holds one project's index: its revision, the rows it read from the
+    database, and the snapshot revision it was loaded from (-1: none). None: not loaded."""
+    with _cache_lock:
+        entry = _cache.get(project_pk)
+    if entry is None:
+        return None
+    return {"revision": entry.revision, "rows_read": entry.rows_read, "restored": entry.restored}
 
 
 def compiler_cache_clear() -> None:
@@ -340,7 +456,7 @@ def _line_as_known(item: _Item, known: FactOut | None) -> _Item:
     """A fact's line as it read at an earlier transaction time (closure not yet known)."""
     if item.kind != "fact" or known is None:
         return item
-    fields = dict(item.fact_fields)
+    fields = dict(zip(FACT_LINE_FIELDS, item.fact_fields, strict=True))
     if known.valid_until is None and fields["valid_until"] is not None:
         fields.update(valid_until=None, status="active")
     fields["sha256"] = known.sha256 or fields["sha256"]
@@ -415,7 +531,9 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     """Ranks the documents of ``index`` that ``visibility`` shows against ``text`` as
     ``profile`` reads it (no database access: evaluations call it directly)."""
     ranking = index.rank(text, visibility, profile.rank)
-    payloads = {key: _payload(index.docs[key]) for key, _ in ranking.ranked}
+    # The packer never looks past the first PACK_CANDIDATES_MAX items.
+    docs = index.docs
+    payloads = {key: _payload(docs[key]) for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]}
     terms = set(tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}
     return _Ranked(-1, ranking, payloads, weights, {}, {}, profile)

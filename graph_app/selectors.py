@@ -8,12 +8,18 @@ FilterSets of ``graph_app.api.filters``.
 
 from __future__ import annotations
 
+import itertools
+import math
+import operator
+import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
+import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, Model, Q, QuerySet
 
@@ -44,7 +50,13 @@ from graph_app.contracts.graph import (
     TimeTravelResult,
 )
 from graph_app.domain.egograph import Edge, ego_graph
-from graph_app.domain.hashing import canonical_json, merkle_root, sha256_hex
+from graph_app.domain.hashing import (
+    canonical_json,
+    leaf_hash,
+    merkle_root,
+    merkle_root_of_leaf_hashes,
+    sha256_hex,
+)
 from graph_app.domain.records import (
     closure_known,
     entity_canonical,
@@ -66,6 +78,7 @@ from graph_app.domain.sealing import (
     records_verify,
     unsealed_problems,
 )
+from graph_app.domain.supersession import fact_status
 from graph_app.models import (
     GENESIS_HASH,
     Entity,
@@ -350,12 +363,18 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
     entity = Entity.objects.filter(project=project, slug=params.entity_id).first()
     if entity is None:
         raise NotFoundError(f"entity_id: no entity '{params.entity_id}'", field="entity_id")
-    own = [fact_view(f) for f in _entity_facts(entity)]
+    now = utcnow()
+    rows = _entity_fact_rows(entity)
+    own = [_fact_out(row, project.slug, now) for row in rows]
+    sources = {r["source_episode_id"] for r in rows if r["subject__slug"] == entity.slug}
+    nodes, edges, kinds = _ego_in_memory(project, entity, params.max_hops, now)
     lists: dict[str, list[Any]] = {
         "facts": own if params.include_superseded else [f for f in own if f.status == "active"],
         "history": [f for f in own if f.status in ("superseded", "retracted")],
         "scheduled": [f for f in own if f.status == "scheduled"],
-        "episodes": _entity_episodes(entity),
+        "episodes": _entity_episodes(entity, sources - {None}),
+        "nodes": nodes,
+        "edges": edges,
     }
     start, end = params.offset, params.offset + params.limit
     pages = {name: items[start:end] for name, items in lists.items()}
@@ -365,35 +384,65 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
         history=pages["history"],
         scheduled=pages["scheduled"],
         episodes=[episode_view(e) for e in pages["episodes"]],
-        ego_graph=_ego_graph(entity, params.max_hops),
+        ego_graph=EgoGraph(
+            max_hops=params.max_hops,
+            nodes=[
+                EgoNode(id=node, kind=kinds.get(node, ""), hops=n) for node, n in pages["nodes"]
+            ],
+            edges=[
+                EgoEdge(fact_id=e.fact_id, source=e.source, predicate=e.predicate, target=e.target)
+                for e in pages["edges"]
+            ],
+        ),
         totals={name: len(items) for name, items in lists.items()},
         next_offset=end if any(len(items) > end for items in lists.values()) else None,
     )
 
 
-def _entity_facts(entity: Entity) -> list[TemporalFact]:
-    """The facts with the entity as subject or object, by subject, predicate and time."""
+def _fact_out(row: Mapping[str, Any], project_slug: str, now: datetime) -> FactOut:
+    """A fact read raw (FACT_VALUE_FIELDS and its revision) as its output at ``now``."""
+    return FactOut(
+        **_fact_fields(row),
+        project=project_slug,
+        status=fact_status(
+            valid_from=row["valid_from"],
+            valid_until=row["valid_until"],
+            superseded=row["superseded_by_id"] is not None,
+            at=now,
+        ),
+        sha256=row["sha256"],
+        revision=row["revision"],
+    )
+
+
+def _entity_fact_rows(entity: Entity) -> list[dict[str, Any]]:
+    """The facts with the entity as subject or object, by subject, predicate and time, read
+    raw (a row per fact, no model instances)."""
     # Entities belong to one project, so the entity's row id alone selects its facts; leaving
     # the project out lets each lookup use its foreign-key index (one per direction).
-    as_subject = TemporalFact.objects.filter(subject=entity).select_related(*FACT_RELATED)
-    as_object = (
-        TemporalFact.objects.filter(object_entity=entity)
-        .exclude(subject=entity)
-        .select_related(*FACT_RELATED)
-    )
+    as_subject = TemporalFact.objects.filter(subject=entity).order_by()
+    as_object = TemporalFact.objects.filter(object_entity=entity).exclude(subject=entity)
+    columns = (*FACT_VALUE_FIELDS, "revision")
+    rows = [
+        *_rows_read(as_subject, columns, FACT_TIMES),
+        *_rows_read(as_object.order_by(), columns, FACT_TIMES),
+    ]
     return sorted(
-        [*as_subject.order_by(), *as_object.order_by()],
-        key=lambda f: (f.subject.slug, f.predicate, f.valid_from, f.recorded_at, f.id),
+        rows,
+        key=lambda f: (
+            f["subject__slug"],
+            f["predicate"],
+            f["valid_from"],
+            f["recorded_at"],
+            f["id"],
+        ),
     )
 
 
-def _entity_episodes(entity: Entity) -> list[Episode]:
-    """Episodes that mention the entity or are the source of its facts, latest first."""
-    episode_ids = set(
-        TemporalFact.objects.filter(subject=entity, source_episode__isnull=False)
-        .order_by()
-        .values_list("source_episode_id", flat=True)
-    )
+def _entity_episodes(entity: Entity, sources: set[str]) -> list[Episode]:
+    """Episodes that mention the entity or are the source of its facts (``sources``: the
+    source episodes of the facts it is the subject of), latest first."""
+    episode_ids = set(sources)
     episode_ids.update(
         Episode.entities.through.objects.filter(entity_id=entity.pk).values_list(
             "episode_id", flat=True
@@ -403,6 +452,29 @@ def _entity_episodes(entity: Entity) -> list[Episode]:
         Episode.objects.filter(id__in=episode_ids).select_related("project").order_by(),
         key=lambda e: (-e.occurred_at.timestamp(), e.id),
     )
+
+
+def _ego_in_memory(
+    project: Project, entity: Entity, max_hops: int, now: datetime
+) -> tuple[list[tuple[str, int]], list[Edge], dict[str, str]]:
+    """The entity's ego graph over the edges valid ``now`` (as ``_ego_graph`` answers it),
+    walked over the project's edges kept in memory: its nodes with their hops (by hops, then
+    id), its edges and each node's kind."""
+    graph = _edge_graph(project)
+    adjacency, by_slug, kinds = graph.edges, graph.by_slug, graph.kinds
+    at = now.timestamp()
+    center = entity.pk
+
+    def edges_touching(nodes: set[str]) -> Iterator[Edge]:
+        for node in nodes:
+            key = center if node == entity.slug else by_slug.get(node, -1)
+            for since, until, edge in adjacency.get(key, {}).values():
+                if since <= at < until:
+                    yield edge  # ego_graph keeps each fact once
+
+    ego = ego_graph(entity.slug, max_hops, edges_touching)
+    nodes = sorted(ego.distances.items(), key=lambda kv: (kv[1], kv[0]))
+    return nodes, ego.edges, {**kinds, entity.slug: entity.kind}
 
 
 _EDGE_COLUMNS = (
@@ -550,23 +622,357 @@ def facts_visible_at(
     return result
 
 
+class _Line(NamedTuple):
+    """What time travel needs of a fact to decide whether it is visible (times as POSIX
+    seconds, INF when absent) and the Merkle leaf hashes of its two forms."""
+
+    id: str
+    subject_id: int
+    predicate: str
+    singular: bool
+    valid_from: float
+    valid_until: float
+    recorded_at: float
+    closed_at: float
+    leaf_hash: bytes  # its form now
+    open_leaf_hash: bytes | None  # its form before its closure was known (closed facts)
+
+
+def _ts(value: datetime | None, absent: float) -> float:
+    return absent if value is None else value.timestamp()
+
+
+def _line(row: Mapping[str, Any], project_slug: str) -> _Line:
+    canonical = fact_canonical_of(row, project_slug)
+    open_hash = None
+    if row["closed_at"] is not None:
+        # As fact_as_known_at reads it before its closure was known.
+        seen = {**canonical, "valid_until": None, "closed_at": None, "superseded_by": None}
+        open_hash = leaf_hash(canonical_json(seen))
+    return _Line(
+        row["id"],
+        row["subject_id"],
+        sys.intern(row["predicate"]),
+        bool(row["singular"]),
+        _ts(row["valid_from"], -math.inf),
+        _ts(row["valid_until"], math.inf),
+        _ts(row["recorded_at"], -math.inf),
+        # A fact never closed reads as closed since ever: its form never changes.
+        _ts(row["closed_at"], -math.inf),
+        leaf_hash(canonical_json(canonical)),
+        open_hash,
+    )
+
+
+@dataclass
+class _Kept:
+    """Something a process keeps per project and brings up to date by the rows stamped with a
+    later revision (facts are never deleted, only closed or erased, both of which restamp the
+    row). ``head`` (the change log's size and hash) tells a graph that went back in time (a
+    restored backup, a rolled-back transaction) from one that went on."""
+
+    revision: int = -1
+    head: tuple[int, str] = (0, GENESIS_HASH)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def behind(self, project: Project) -> tuple[int, int, tuple[int, str]] | None:
+        """None when up to date; else (the revision after which rows changed, -1 for all of
+        them; the revision now; the head now). Called under ``lock``."""
+        stored = GraphRevision.objects.filter(project=project)
+        values = stored.values_list("revision", "changes", "head_hash").first()
+        revision, size, head = values or (0, 0, GENESIS_HASH)
+        now = (int(size), str(head))
+        if revision == self.revision and now == self.head:
+            return None
+        seq, seen = self.head
+        went_on = revision > self.revision >= 0 and (
+            seq == 0 or GraphChange.objects.filter(project=project, seq=seq, hash=seen).exists()
+        )
+        return (self.revision if went_on else -1), int(revision), now
+
+
+@dataclass
+class _Timeline(_Kept):
+    """A project's facts as time travel reads them (see ``_Kept``)."""
+
+    lines: dict[str, _Line] = field(default_factory=dict)
+    ordered: list[_Line] = field(default_factory=list)
+    #: The lines' times, kinds and (subject, predicate) groups as columns, in the same order,
+    #: so that deciding what is visible is a few vector operations.
+    columns: _Columns | None = None
+    #: The last instant a fact was recorded or closed: every later one sees the same graph.
+    latest: float = -math.inf
+
+
+#: An edge as the ego graph walks it: valid from, valid until (POSIX seconds) and the edge.
+_Item = tuple[float, float, Edge]
+
+
+@dataclass
+class _EdgeGraph(_Kept):
+    """A project's edges (facts whose object is an entity) by each entity they touch, and each
+    entity's row id and kind by slug (see ``_Kept``)."""
+
+    edges: dict[int, dict[str, _Item]] = field(default_factory=dict)
+    by_slug: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+
+
+#: Projects whose timeline and edges a process keeps (the least recently read is dropped).
+_KEPT_PROJECTS = 8
+_timelines: dict[int, _Timeline] = {}
+_edge_graphs: dict[int, _EdgeGraph] = {}
+_timelines_lock = threading.Lock()
+_TIMELINE_COLUMNS = (*FACT_VALUE_FIELDS, "subject_id")
+_EDGE_COLUMNS_RAW = (
+    "id",
+    "subject_id",
+    "predicate",
+    "object_entity_id",
+    "valid_from",
+    "valid_until",
+)
+
+K = TypeVar("K", bound=_Kept)
+
+
+def _kept(store: dict[int, K], project: Project, make: Callable[[], K]) -> K:
+    with _timelines_lock:
+        kept = store.pop(project.pk, None) or make()
+        store[project.pk] = kept  # the most recently used last
+        while len(store) > _KEPT_PROJECTS:
+            store.pop(next(iter(store)))
+    return kept
+
+
+def _timeline(project: Project) -> _Timeline:
+    """The project's facts as lines, by id, at its current revision: read in full once per
+    process, then only the facts changed since (through the (project, revision) index)."""
+    timeline = _kept(_timelines, project, _Timeline)
+    with timeline.lock:
+        behind = timeline.behind(project)
+        if behind is None:
+            return timeline
+        since, revision, head = behind
+        rows = TemporalFact.objects.filter(project=project).order_by()
+        if since >= 0:
+            rows = rows.filter(revision__gt=since)
+        else:
+            timeline.lines = {}
+        for row in _rows_read(rows, _TIMELINE_COLUMNS, FACT_TIMES):
+            timeline.lines[row["id"]] = _line(row, project.slug)
+        ordered = sorted(timeline.lines.values())
+        timeline.columns = _Columns.of(ordered)
+        timeline.ordered, timeline.latest = ordered, timeline.columns.latest
+        timeline.revision, timeline.head = revision, head
+        return timeline
+
+
+def _edge_graph(project: Project) -> _EdgeGraph:
+    """The project's edges at its current revision: read once per process (the edges alone,
+    no hashing), then only the edges changed since."""
+    graph = _kept(_edge_graphs, project, _EdgeGraph)
+    with graph.lock:
+        behind = graph.behind(project)
+        if behind is None:
+            return graph
+        since, revision, head = behind
+        entities = Entity.objects.filter(project=project).values_list("id", "slug", "kind")
+        slugs: dict[int, str] = {}
+        graph.kinds = {}
+        for pk, slug, kind in entities.order_by():
+            slugs[pk], graph.kinds[slug] = slug, kind
+        graph.by_slug = {slug: pk for pk, slug in slugs.items()}
+        rows = TemporalFact.objects.filter(project=project, object_entity__isnull=False)
+        if since >= 0:
+            rows = rows.filter(revision__gt=since)
+        else:
+            graph.edges = {}
+        times = ("valid_from", "valid_until")
+        for row in _rows_read(rows.order_by(), _EDGE_COLUMNS_RAW, times):
+            source, target = row["subject_id"], row["object_entity_id"]
+            edge = Edge(row["id"], slugs[source], row["predicate"], slugs[target])
+            item = (_ts(row["valid_from"], -math.inf), _ts(row["valid_until"], math.inf), edge)
+            graph.edges.setdefault(source, {})[edge.fact_id] = item
+            graph.edges.setdefault(target, {})[edge.fact_id] = item
+        graph.revision, graph.head = revision, head
+        return graph
+
+
+def timeline_forget(project_pk: int | None = None) -> None:
+    """Drops the time travel lines kept for a project (all projects: None)."""
+    with _timelines_lock:
+        _snapshots.clear()
+        for store in (_timelines, _edge_graphs):
+            if project_pk is None:
+                store.clear()
+            else:
+                store.pop(project_pk, None)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A timeline's lines as numpy columns (row i is the i-th line by id)."""
+
+    valid_from: np.ndarray
+    valid_until: np.ndarray
+    recorded_at: np.ndarray
+    closed_at: np.ndarray
+    singular: np.ndarray
+    group: np.ndarray  # one number per (subject, predicate)
+    reopens: np.ndarray  # has a form from before its closure was known
+    ids: list[str]
+    leaves: list[bytes]
+    open_leaves: list[bytes | None]
+
+    @classmethod
+    def of(cls, lines: list[_Line]) -> _Columns:
+        def column(index: int, dtype: type = np.float64) -> np.ndarray:
+            return np.fromiter((line[index] for line in lines), dtype=dtype, count=len(lines))
+
+        groups: dict[tuple[int, str], int] = {}
+        return cls(
+            valid_from=column(4),
+            valid_until=column(5),
+            recorded_at=column(6),
+            closed_at=column(7),
+            singular=column(3, np.bool_),
+            group=np.fromiter(
+                (groups.setdefault((line[1], line[2]), len(groups)) for line in lines),
+                dtype=np.int64,
+                count=len(lines),
+            ),
+            reopens=np.fromiter(
+                (line[9] is not None for line in lines), dtype=np.bool_, count=len(lines)
+            ),
+            ids=[line[0] for line in lines],
+            leaves=[line[8] for line in lines],
+            open_leaves=[line[9] for line in lines],
+        )
+
+    @property
+    def latest(self) -> float:
+        if not len(self.recorded_at):
+            return -math.inf
+        return float(max(self.recorded_at.max(), self.closed_at.max()))
+
+    def visible(self, at: float, known: float) -> np.ndarray:
+        """The rows of the facts valid at ``at`` as known at ``known``, in order: the rules of
+        ``facts_visible_at`` (the same filter, then the latest-starting singular fact of each
+        subject and predicate wins: by valid_from, recorded_at, then id, i.e. row)."""
+        ended = (self.valid_until <= at) & ~(self.closed_at > known)
+        rows = np.flatnonzero((self.recorded_at <= known) & (self.valid_from <= at) & ~ended)
+        singular = rows[self.singular[rows]]
+        if len(singular):
+            keys = (singular, self.recorded_at[singular], self.valid_from[singular])
+            ranked = singular[np.lexsort((*keys, self.group[singular]))]
+            groups = self.group[ranked]
+            winners = ranked[np.append(groups[1:] != groups[:-1], True)]
+            rows = np.union1d(rows[~self.singular[rows]], winners)
+        return rows
+
+    def snapshot(self, at: float, known: float) -> tuple[list[str], list[bytes]]:
+        """The ids of the facts visible at ``at`` as known at ``known`` and the leaf hashes
+        of their forms as then known (a closure not yet known shows the form before it)."""
+        rows = self.visible(at, known)
+        picked = rows.tolist()
+        if len(picked) > 1:  # one C call per column (itemgetter answers a lone item bare)
+            gather = operator.itemgetter(*picked)
+            ids, hashes = list(gather(self.ids)), list(gather(self.leaves))
+        else:
+            ids, hashes = [self.ids[r] for r in picked], [self.leaves[r] for r in picked]
+        reopened = np.flatnonzero(self.reopens[rows] & (self.closed_at[rows] > known))
+        for position in reopened.tolist():
+            hashes[position] = self.open_leaves[picked[position]] or hashes[position]
+        return ids, hashes
+
+
 @takes(TimeTravelInput)
 def graph_as_of(*, project: Project, params: TimeTravelInput) -> TimeTravelResult:
     """The facts valid at ``as_of`` as known at transaction time ``known_at`` (default: now),
     with a snapshot hash: the RFC 6962 Merkle root over their canonical forms as then known
-    (each fact's ``sha256`` is that of its form as then known)."""
+    (each fact's ``sha256`` is that of its form as then known). Decided and hashed over the
+    project's timeline kept in memory; only the page's facts are read from the database."""
     known_at = params.known_at or utcnow()
-    facts = facts_visible_at(project=project, as_of=params.as_of, known_at=known_at)
+    ids, snapshot_hash = _snapshot_of(project, params.as_of, known_at)
     end = params.offset + params.limit
+    # By primary key alone (the ids are the project's): the page is read through its index.
+    page = ids[params.offset : end]
+    rows = TemporalFact.objects.filter(id__in=page).order_by("id")
+    facts = [
+        _visible_as_known(row, project.slug, known_at).fact
+        for row in (_rows_read(rows, FACT_VALUE_FIELDS, FACT_TIMES) if page else ())
+    ]
     return TimeTravelResult(
         project=project.slug,
         as_of=params.as_of,
         known_at=known_at,
-        count=len(facts),
-        snapshot_hash=merkle_root([f.leaf for f in facts]),
-        facts=[f.fact for f in facts[params.offset : end]],
-        next_offset=end if len(facts) > end else None,
+        count=len(ids),
+        snapshot_hash=snapshot_hash,
+        facts=facts,
+        next_offset=end if len(ids) > end else None,
     )
+
+
+class FactsAsKnown(Mapping[str, FactOut]):
+    """The facts valid at ``as_of`` as known at ``known_at``, keyed ``fact:<id>``: which
+    ones is decided over the project's timeline in memory, and each fact's output (its form as
+    then known, hash included) is read from the database the first time it is asked for, so a
+    caller that shows a few of them reads a few rows."""
+
+    def __init__(self, project: Project, as_of: datetime, known_at: datetime) -> None:
+        ids, self.snapshot_hash = _snapshot_of(project, as_of, known_at)
+        self._ids = {f"fact:{fact_id}": fact_id for fact_id in ids}
+        self._project_slug, self._known_at = project.slug, known_at
+        self._read: dict[str, FactOut] = {}
+
+    def __getitem__(self, key: str) -> FactOut:
+        if key not in self._read:
+            rows = TemporalFact.objects.filter(pk=self._ids[key])  # KeyError: not visible
+            for row in _rows_read(rows, FACT_VALUE_FIELDS, FACT_TIMES):
+                self._read[key] = _visible_as_known(row, self._project_slug, self._known_at).fact
+        return self._read[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids
+
+
+def facts_as_known(*, project: Project, as_of: datetime, known_at: datetime) -> FactsAsKnown:
+    """The facts valid at ``as_of`` as known at ``known_at`` (``facts_visible_at``'s answer)
+    as a mapping from ``fact:<id>`` to each one's output, read when first asked for."""
+    return FactsAsKnown(project, as_of, known_at)
+
+
+_SNAPSHOTS_KEPT = 16
+_snapshots: dict[tuple[Any, ...], tuple[list[str], str]] = {}
+
+
+def _snapshot_of(project: Project, as_of: datetime, known_at: datetime) -> tuple[list[str], str]:
+    """The ids of the facts visible at (``as_of``, ``known_at``) and their snapshot hash;
+    the last few are kept by graph state, so paging through one answer decides it once."""
+    timeline = _timeline(project)
+    known = known_at.timestamp()
+    key = (project.pk, timeline.revision, timeline.head, as_of, min(known, timeline.latest))
+    with _timelines_lock:
+        kept = _snapshots.get(key)
+    if kept is not None:
+        return kept
+    ids: list[str] = []
+    hashes: list[bytes] = []
+    if timeline.columns is not None:
+        ids, hashes = timeline.columns.snapshot(as_of.timestamp(), known)
+    kept = (ids, merkle_root_of_leaf_hashes(hashes).hex())
+    with _timelines_lock:
+        while len(_snapshots) >= _SNAPSHOTS_KEPT:
+            _snapshots.pop(next(iter(_snapshots)))
+        _snapshots[key] = kept
+    return kept
 
 
 # --- integrity --------------------------------------------------------------------------------
@@ -652,24 +1058,46 @@ def _utc(value: Any) -> Any:
     return value.replace(tzinfo=UTC)
 
 
-def _change_entries(project: Project) -> Iterator[ChangeEntry]:
-    """The project's change log in seq order, read by one raw statement: verification reads
-    every entry, and the ORM's per-row conversions would cost more than hashing them."""
+def _change_entries(project: Project, from_seq: int = 0) -> Iterator[ChangeEntry]:
+    """The project's change log in seq order (from ``from_seq`` on), read by one raw statement
+    through the (project, seq) index: verification reads every entry, and the ORM's per-row
+    conversions would cost more than hashing them."""
     table = GraphChange._meta.db_table
     columns = ", ".join(f'"{table}"."{name}"' for name in CHANGE_FIELDS)
-    sql = f'SELECT {columns} FROM "{table}" WHERE "{table}"."project_id" = %s ORDER BY 1, "id"'
+    sql = (
+        f'SELECT {columns} FROM "{table}" WHERE "{table}"."project_id" = %s '
+        f'AND "{table}"."seq" >= %s ORDER BY 1, "id"'
+    )
     with connection.chunked_cursor() as cursor:
-        cursor.execute(_times_as_text(sql, GraphChange, ("recorded_at",)), [project.pk])
+        cursor.execute(_times_as_text(sql, GraphChange, ("recorded_at",)), [project.pk, from_seq])
         while rows := cursor.fetchmany(_CHUNK):
             for row in rows:
                 yield ChangeEntry._make((*row[:8], _utc(row[8]), row[9], row[10]))
 
 
-def _chain_read(project: Project, checkpoint: tuple[int, str] | None) -> tuple[ChainReport, int]:
+def _chain_read(
+    project: Project, checkpoint: tuple[int, str] | None, *, since: bool = False
+) -> tuple[ChainReport, int]:
     """Replays the project's change log: the chain, its head and the checkpoint; answers it
-    with the project's revision."""
+    with the project's revision. ``since``: only from the checkpoint's entry on, chained from
+    that entry's link (the entries before it are not read)."""
     watch = checkpoint[0] if checkpoint else None
-    report = chain_verify(_change_entries(project), project=project.slug, watch=watch)
+    report = None
+    if since and checkpoint is not None and checkpoint[0] > 0:
+        entries = _change_entries(project, from_seq=checkpoint[0])
+        first = next(entries, None)
+        if first is not None and first.seq == checkpoint[0]:
+            # Chained from where the checkpointed entry links to: it is verified itself.
+            report = chain_verify(
+                itertools.chain([first], entries),
+                project=project.slug,
+                watch=watch,
+                start=(first.seq - 1, first.prev_hash),
+            )
+        # Without its entry the checkpoint cannot anchor anything: the whole log is read,
+        # so that its problems are named as a full verification names them.
+    if report is None:
+        report = chain_verify(_change_entries(project), project=project.slug, watch=watch)
     head = GraphRevision.objects.filter(project=project)
     stored = head.values_list("revision", "changes", "head_hash").first()
     revision, size, head_hash = stored or (0, 0, GENESIS_HASH)
@@ -719,13 +1147,35 @@ def _verify(
     return count
 
 
-def _episode_indexes(project: Project) -> dict[str, tuple[list[str], list[str]]]:
-    """Each episode's file paths and linked entity ids, as stored, sorted."""
+def _index_problems(
+    project: Project,
+    episode_rows: list[dict[str, Any]],
+    found: dict[Key, FoundRecord],
+    ids: list[str] | None = None,
+) -> None:
+    """Notes in ``found`` each episode whose file rows or entity links are not the ones it
+    recorded (``ids``: only those episodes' index rows are read)."""
+    indexes = _episode_indexes(project, ids)
+    for row in episode_rows:
+        problem = _index_problem(row, *indexes.get(row["id"], ([], [])))
+        if problem is not None:
+            key = ("episode", row["id"])
+            found[key] = found[key]._replace(index_problem=problem)
+
+
+def _episode_indexes(
+    project: Project, ids: list[str] | None = None
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Each episode's file paths and linked entity ids, as stored, sorted (``ids``: only
+    those episodes')."""
     indexes: dict[str, tuple[list[str], list[str]]] = {}
-    files = EpisodeFile.objects.filter(episode__project=project).values_list("episode_id", "path")
+    if ids is not None and not ids:
+        return indexes
+    scope = Q(episode__project=project) if ids is None else Q(episode_id__in=ids)
+    files = EpisodeFile.objects.filter(scope).values_list("episode_id", "path")
     for episode_id, path in files.order_by().iterator(chunk_size=_CHUNK):
         indexes.setdefault(episode_id, ([], []))[0].append(path)
-    links = Episode.entities.through.objects.filter(episode__project=project)
+    links = Episode.entities.through.objects.filter(scope)
     rows = links.values_list("episode_id", "entity__slug").order_by()
     for episode_id, slug in rows.iterator(chunk_size=_CHUNK):
         indexes.setdefault(episode_id, ([], []))[1].append(slug)
@@ -755,8 +1205,13 @@ def _index_problem(row: Mapping[str, Any], files: list[str], slugs: list[str]) -
     return "; ".join(parts) or None
 
 
-def _entities_found(project: Project, found: dict[Key, FoundRecord]) -> int:
-    rows = Entity.objects.filter(project=project).order_by().values(*ENTITY_VALUE_FIELDS)
+def _entities_found(
+    project: Project, found: dict[Key, FoundRecord], slugs: list[str] | None = None
+) -> int:
+    entities = Entity.objects.filter(project=project)
+    if slugs is not None:
+        entities = entities.filter(slug__in=slugs)
+    rows = entities.order_by().values(*ENTITY_VALUE_FIELDS)
     count = 0
     for row in rows.iterator(chunk_size=_CHUNK):
         found[("entity", row["slug"])] = FoundRecord(
@@ -798,15 +1253,20 @@ def _row_id(row: Mapping[str, Any]) -> str:
     return str(row["id"] if "id" in row else row["slug"])
 
 
-def _fact_rows(project: Project) -> Iterator[dict[str, Any]]:
-    """The project's facts in Merkle leaf order (by id)."""
+def _fact_rows(project: Project, ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The project's facts in Merkle leaf order (by id); ``ids``: only those."""
     rows = TemporalFact.objects.filter(project=project).order_by("id")
+    if ids is not None:
+        rows = rows.filter(id__in=ids)
     return _rows_read(rows, (*FACT_VALUE_FIELDS, "revision"), FACT_TIMES)
 
 
-def _episode_rows(project: Project) -> list[dict[str, Any]]:
-    """The project's episodes in Merkle leaf order (by id, after every fact)."""
+def _episode_rows(project: Project, ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """The project's episodes in Merkle leaf order (by id, after every fact); ``ids``: only
+    those."""
     rows = Episode.objects.filter(project=project).order_by("id")
+    if ids is not None:
+        rows = rows.filter(id__in=ids)
     return list(rows.values(*EPISODE_VALUE_FIELDS, "sha256", "revision"))
 
 
@@ -846,7 +1306,48 @@ def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityRe
     if params.checkpoint_size is not None and params.checkpoint_head is not None:
         checkpoint = (params.checkpoint_size, params.checkpoint_head)
     with _snapshot():
+        if params.since_checkpoint and checkpoint is not None:
+            return _integrity_since(project, checkpoint)
         return _integrity_read(project, checkpoint)
+
+
+def _integrity_since(project: Project, checkpoint: tuple[int, str]) -> IntegrityResult:
+    """Verification of what changed since ``checkpoint``: the log's entries from it on and
+    the records they touched, each read by its key (rows in proportion to the changes)."""
+    chain, revision = _chain_read(project, checkpoint, since=True)
+    touched: dict[str, list[str]] = {}
+    for kind, record_id in chain.state:
+        touched.setdefault(kind, []).append(record_id)
+    leaves: list[bytes] = []
+    mismatches: list[Mismatch] = []
+    found: dict[Key, FoundRecord] = {}
+    fact_ids, episode_ids = touched.get("fact", []), touched.get("episode", [])
+    facts = episodes = 0
+    for start in range(0, len(fact_ids), _CHUNK):
+        rows = _fact_rows(project, fact_ids[start : start + _CHUNK])
+        facts += _verify("fact", rows, fact_canonical_of, project.slug, leaves, mismatches, found)
+    episode_rows: list[dict[str, Any]] = []
+    for start in range(0, len(episode_ids), _CHUNK):
+        episode_rows += _episode_rows(project, episode_ids[start : start + _CHUNK])
+    episodes = _verify(
+        "episode", episode_rows, episode_canonical_of, project.slug, leaves, mismatches, found
+    )
+    _index_problems(project, episode_rows, found, [r["id"] for r in episode_rows])
+    slugs = touched.get("entity", [])
+    entities = sum(
+        _entities_found(project, found, slugs[start : start + _CHUNK])
+        for start in range(0, len(slugs), _CHUNK)
+    )
+    result = _integrity_result(
+        project,
+        chain,
+        found,
+        mismatches,
+        counts=(facts, episodes, entities),
+        merkle="",
+        revision=revision,
+    )
+    return result.model_copy(update={"scope": "since_checkpoint"})
 
 
 def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> IntegrityResult:
@@ -861,12 +1362,7 @@ def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> Int
     episodes = _verify(
         "episode", episode_rows, episode_canonical_of, project.slug, leaves, mismatches, found
     )
-    indexes = _episode_indexes(project)
-    for row in episode_rows:
-        problem = _index_problem(row, *indexes.get(row["id"], ([], [])))
-        if problem is not None:
-            key = ("episode", row["id"])
-            found[key] = found[key]._replace(index_problem=problem)
+    _index_problems(project, episode_rows, found)
     entities = _entities_found(project, found)
     return _integrity_result(
         project,

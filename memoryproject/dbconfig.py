@@ -25,10 +25,15 @@ def default_sqlite_url(base_dir: Path) -> str:
     return f"sqlite:///{base_dir / 'data' / 'memoryproject.sqlite3'}"
 
 
-def database_config(url: str | None, *, base_dir: Path) -> dict[str, Any]:
-    """The DATABASES['default'] entry for ``url`` (None or empty: the SQLite file in data/)."""
+def database_config(url: str | None, *, base_dir: Path, conn_max_age: int = 0) -> dict[str, Any]:
+    """The DATABASES['default'] entry for ``url`` (None or empty: the SQLite file in data/).
+
+    ``conn_max_age`` seconds a request's connection is kept for the next one (0: closed after
+    each request); a kept connection is checked before reuse, so a dropped one is replaced."""
     url = (url or "").strip() or default_sqlite_url(base_dir)
-    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
+    config: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=conn_max_age > 0)
+    )
     if config["ENGINE"] == "django.db.backends.sqlite3":
         name = str(config.get("NAME") or "")
         if name and name != ":memory:":

@@ -139,7 +139,15 @@ TEMPLATES = [
 WSGI_APPLICATION = "memoryproject.wsgi.application"
 ASGI_APPLICATION = "memoryproject.asgi.application"
 
-DATABASES = {"default": database_config(env.str("DATABASE_URL", default=""), base_dir=BASE_DIR)}
+# Connections are kept between requests (CONN_MAX_AGE seconds; 0 closes them after each one),
+# so a request does not open one and, on SQLite, run its pragmas again.
+DATABASES = {
+    "default": database_config(
+        env.str("DATABASE_URL", default=""),
+        base_dir=BASE_DIR,
+        conn_max_age=env_int("CONN_MAX_AGE", 60),
+    )
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -244,6 +252,12 @@ MEMORY_RELATIONAL_PREDICATES = env_list(
 # database; audit_checkpoint refuses to sign without it).
 AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 183)
 AUDIT_CHECKPOINT_KEY = env.str("AUDIT_CHECKPOINT_KEY", default="")
+
+# The context compiler's index snapshots: a new process loads a project's index from here
+# instead of rebuilding it from every row (empty: none). One is written once a refresh has read
+# COMPILER_SNAPSHOT_MIN_ROWS rows since the last.
+COMPILER_SNAPSHOT_DIR = env.str("COMPILER_SNAPSHOT_DIR", default=str(BASE_DIR / "data" / "index"))
+COMPILER_SNAPSHOT_MIN_ROWS = env_int("COMPILER_SNAPSHOT_MIN_ROWS", 5000)
 
 LOGGING = {
     "version": 1,

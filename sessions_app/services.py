@@ -32,6 +32,7 @@ from memoryproject.models import Project
 from memoryproject.screening import screening_out
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.tokens import count_tokens
+from memoryproject.writes import write_transaction
 from sessions_app.contracts import (
     LoadInput,
     LoadResult,
@@ -204,25 +205,27 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
     its status is ``flagged`` with ``would_inject`` telling what auto would have done.
     Every call appends exactly one injection record, in the same transaction.
     """
-    with transaction.atomic():
+    # Read and computed before the write transaction: on SQLite it holds the database's one
+    # write lock, so it spans only the claim, the receipt and the review.
+    generated_at = utcnow()
+    traces = traces_recent(project=project, n=params.n)
+    context = context_screen(context_extract(traces))
+    score = context_score(context, traces)
+    status, decision, flagged_reason = _plan_verdict(
+        params=params, score=score, has_traces=bool(traces), context=context
+    )
+    if status == "empty":
+        flagged_reason = _empty_reason(project)
+    system_prompt = (
+        system_prompt_render(context, score, len(traces)) if status == "injected" else ""
+    )
+    trace_ids = [t.trace_id for t in traces]
+    with write_transaction():
         approved = (
             review_claim(project=project, source="plan") if params.mode != "dry_run" else None
         )
         if approved is not None:
             return _plan_approved(project=project, params=params, caller=caller, review=approved)
-        generated_at = utcnow()
-        traces = traces_recent(project=project, n=params.n)
-        context = context_screen(context_extract(traces))
-        score = context_score(context, traces)
-        status, decision, flagged_reason = _plan_verdict(
-            params=params, score=score, has_traces=bool(traces), context=context
-        )
-        if status == "empty":
-            flagged_reason = _empty_reason(project)
-        system_prompt = (
-            system_prompt_render(context, score, len(traces)) if status == "injected" else ""
-        )
-        trace_ids = [t.trace_id for t in traces]
         record = injection_log_append(
             project=project,
             channel=caller.channel,

@@ -297,8 +297,8 @@ class EntityQueryInput(Input):
         Field(
             ge=1,
             le=ENTITY_PAGE[1],
-            description="Page size of each list (facts, history, scheduled, episodes), 1 to "
-            f"{ENTITY_PAGE[1]}.",
+            description="Page size of each list (facts, history, scheduled, episodes, the ego "
+            f"graph's nodes and edges), 1 to {ENTITY_PAGE[1]}.",
         ),
     ] = ENTITY_PAGE[0]
     offset: Annotated[
@@ -348,12 +348,23 @@ class IntegrityInput(Input):
         Sha256 | None,
         Field(description="Hash of the change log's entry at checkpoint_size (hex SHA-256)."),
     ] = None
+    since_checkpoint: Annotated[
+        TextBool,
+        Field(
+            description="Verify only what changed since the checkpoint: the log's entries "
+            "after it (chained from its head up to the project's head) and the records they "
+            "touched. Needs checkpoint_size and checkpoint_head; answers no merkle_root. A "
+            "full verification (the default) also covers the records and entries before it."
+        ),
+    ] = False
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> IntegrityInput:
         if (self.checkpoint_size is None) != (self.checkpoint_head is None):
             missing = "checkpoint_head" if self.checkpoint_head is None else "checkpoint_size"
             raise validation_error(missing, "is required with the other checkpoint field")
+        if self.since_checkpoint and self.checkpoint_size is None:
+            raise validation_error("since_checkpoint", "needs checkpoint_size and checkpoint_head")
         return self
 
 
@@ -476,8 +487,12 @@ class EgoEdge(Output):
 
 class EgoGraph(Output):
     max_hops: int
-    nodes: list[EgoNode]
-    edges: list[EgoEdge]
+    nodes: list[EgoNode] = Field(
+        description="By hops, then id; in an entity query, a page of them like its lists."
+    )
+    edges: list[EgoEdge] = Field(
+        description="By the hops of their ends, then fact id; paged like the nodes."
+    )
 
 
 class EntityQueryResult(Output):
@@ -496,7 +511,8 @@ class EntityQueryResult(Output):
     ego_graph: EgoGraph
     totals: dict[str, int] = Field(
         default_factory=dict,
-        description="Items in each list (facts, history, scheduled, episodes) over all pages.",
+        description="Items in each list (facts, history, scheduled, episodes, and the ego "
+        "graph's nodes and edges) over all pages.",
     )
     next_offset: int | None = Field(
         default=None, description="The offset of the next page when a list has more, else null."
@@ -562,7 +578,10 @@ class IntegrityResult(Output):
     facts: int
     episodes: int
     records: int
-    merkle_root: str
+    merkle_root: str = Field(
+        description="RFC 6962 Merkle root over every fact and episode (empty when only the "
+        "changes since a checkpoint were verified)."
+    )
     mismatched_ids: list[str] = Field(description="Every fact, episode or entity named below.")
     mismatches: list[Mismatch]
     checked_at: UtcDatetime
@@ -571,6 +590,11 @@ class IntegrityResult(Output):
     chain: ChainState = ChainState(size=0, head="0" * 64)
     checkpoint: CheckpointCheck | None = None
     erased: list[ErasedRecord] = []
+    scope: Literal["full", "since_checkpoint"] = Field(
+        default="full",
+        description="full: every record and the whole log; since_checkpoint: the log after "
+        "the checkpoint and the records it touched (facts, episodes and entities count those).",
+    )
 
 
 class FactCounts(Output):

@@ -60,7 +60,9 @@ class BM25Index:
         self.epsilon = epsilon
         self._slot_of: dict[str, int] = {}
         self._keys: list[str | None] = []
-        self._doc_terms: list[dict[str, int] | None] = []
+        # Each document's tokens as given (the caller's tuple, shared, not copied): term
+        # frequencies are counted again only when a document is replaced.
+        self._doc_tokens: list[Sequence[str]] = []
         self._doc_len: list[int] = []
         self._postings: dict[str, dict[int, int]] = {}
         self._total_len = 0
@@ -68,7 +70,11 @@ class BM25Index:
         self._idf: dict[str, float] = {}
         self._avgdl = 0.0
         self._doc_len_array = np.zeros(0)
+        self._norm = np.zeros(0)
         self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Per term: its documents' slots and the term's BM25 score in each, valid until the
+        # document set changes (the IDF and the length normalisation move then).
+        self._contributions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     # -- maintenance ---------------------------------------------------------------------
 
@@ -85,6 +91,11 @@ class BM25Index:
     def slot(self, key: str) -> int | None:
         return self._slot_of.get(key)
 
+    @property
+    def slots(self) -> dict[str, int]:
+        """Slot by key (read-only use: loops that look many keys up)."""
+        return self._slot_of
+
     def key(self, slot: int) -> str | None:
         return self._keys[slot]
 
@@ -93,20 +104,21 @@ class BM25Index:
 
     def upsert(self, key: str, tokens: Sequence[str]) -> int:
         """Add or replace the document ``key``; answers its slot."""
+        terms = Counter(tokens)
         if key in self._slot_of:
             slot = self._slot_of[key]
-            if self._doc_terms[slot] == dict(Counter(tokens)):
+            if Counter(self._doc_tokens[slot]) == terms:
+                self._doc_tokens[slot] = tokens
                 return slot
             self._unindex(slot)
         else:
             slot = len(self._keys)
             self._keys.append(None)
-            self._doc_terms.append(None)
+            self._doc_tokens.append(())
             self._doc_len.append(0)
         self._slot_of[key] = slot
         self._keys[slot] = key
-        terms = dict(Counter(tokens))
-        self._doc_terms[slot] = terms
+        self._doc_tokens[slot] = tokens
         self._doc_len[slot] = len(tokens)
         self._total_len += len(tokens)
         for term, tf in terms.items():
@@ -116,8 +128,7 @@ class BM25Index:
         return slot
 
     def _unindex(self, slot: int) -> None:
-        terms = self._doc_terms[slot] or {}
-        for term in terms:
+        for term in set(self._doc_tokens[slot]):
             posting = self._postings.get(term)
             if posting is not None:
                 posting.pop(slot, None)
@@ -134,6 +145,10 @@ class BM25Index:
         n_docs = len(self._slot_of)
         self._avgdl = self._total_len / n_docs if n_docs else 0.0
         self._doc_len_array = np.asarray(self._doc_len, dtype=np.float64)
+        self._contributions = {}
+        # Each document's length normalisation, the same for every query until the set changes.
+        if n_docs:
+            self._norm = self.k1 * (1 - self.b + self.b * self._doc_len_array / self._avgdl)
         self._idf = okapi_idf(
             n_docs,
             {term: len(self._postings[term]) for term in sorted(self._postings)},
@@ -155,7 +170,9 @@ class BM25Index:
                 return None
             slots = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
             tfs = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
-            cached = (slots, tfs)
+            # Slots ascending: ``term_scores`` looks documents up by binary search.
+            order = np.argsort(slots)
+            cached = (slots[order], tfs[order])
             self._posting_arrays[term] = cached
         return cached
 
@@ -168,13 +185,10 @@ class BM25Index:
         scores = np.zeros(len(self._keys))
         if not self._slot_of:
             return scores
-        norm = self.k1 * (1 - self.b + self.b * self._doc_len_array / self._avgdl)
         for term in query:
-            arrays = self._posting_array(term)
-            if arrays is None:
-                continue
-            slots, tfs = arrays
-            scores[slots] += self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[slots]))
+            contribution = self._contribution(term)
+            if contribution is not None:
+                scores[contribution[0]] += contribution[1]
         for identifier in set(boost_identifiers):
             arrays = self._posting_array(identifier)
             if arrays is None:
@@ -182,19 +196,29 @@ class BM25Index:
             scores[arrays[0]] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
         return scores
 
+    def _contribution(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self._contributions.get(term)
+        if cached is None:
+            arrays = self._posting_array(term)
+            if arrays is None:
+                return None
+            slots, tfs = arrays
+            norm = self._norm
+            score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[slots]))
+            cached = self._contributions[term] = (slots, score)
+        return cached
+
     def term_scores(self, term: str, slots: np.ndarray) -> np.ndarray:
         """BM25Okapi contribution of one query term to the documents at ``slots``."""
         self._refresh()
         arrays = self._posting_array(term)
         if arrays is None or not len(slots):
             return np.zeros(len(slots))
-        posting_slots, posting_tfs = arrays
-        order = np.argsort(posting_slots)
-        sorted_slots = posting_slots[order]
+        sorted_slots, sorted_tfs = arrays
         where = np.minimum(np.searchsorted(sorted_slots, slots), len(sorted_slots) - 1)
         found = sorted_slots[where] == slots
-        tfs = np.where(found, posting_tfs[order][where], 0.0)
-        norm = self.k1 * (1 - self.b + self.b * self._doc_len_array[slots] / self._avgdl)
+        tfs = np.where(found, sorted_tfs[where], 0.0)
+        norm = self._norm[slots]
         return self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
 
     def smooth_idf(self, term: str) -> float:

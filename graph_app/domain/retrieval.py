@@ -29,12 +29,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime
+from operator import itemgetter
 
 import numpy as np
 
 from graph_app.domain.activation import spread_activation
+from graph_app.domain.activation import strongest as by_strength
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.tokenize import identifiers, query_words, since_date, tokenize_query
 
@@ -76,6 +78,14 @@ class MemoryDoc:
     # decisions and bug root causes before notes (1.0 = the most).
     salience: float = 1.0
     payload: object = field(default=None, compare=False)
+
+    def __reduce__(self) -> tuple[type[MemoryDoc], tuple[object, ...]]:
+        # Pickled (index snapshots) as its constructor's arguments: loads faster and smaller in
+        # memory than an attribute dict per document.
+        return MemoryDoc, tuple(getattr(self, name) for name in _DOC_FIELDS)
+
+
+_DOC_FIELDS = tuple(f.name for f in fields(MemoryDoc))
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,10 @@ class Ranking:
 
 
 DEFAULT_PARAMS = RankParams()
+
+
+def _shown(slot: int | None, visible: bytes) -> bool:
+    return slot is not None and visible[slot] != 0
 
 
 class MemoryIndex:
@@ -224,24 +238,26 @@ class MemoryIndex:
         end of an edge or an entity an episode lists."""
         return bool(self._items_of.get(node) or self._edges_of.get(node))
 
-    def _neighbours(self, node: str, visible: np.ndarray) -> list[str]:
+    def _neighbours(self, node: str, visible: bytes) -> list[str]:
         """The entities one visible edge away from ``node``, both directions: linked edges, and
-        facts whose object value names an entity (either end)."""
-        out = []
-        for fact_key, other in self._edges_of.get(node, {}).items():
-            if self._visible(fact_key, visible):
-                out.append(other)
-        for fact_key, subject in self._refs.get(node, {}).items():
-            if self._visible(fact_key, visible):
-                out.append(subject)
-        for fact_key, ref in self._out_refs.get(node, {}).items():
-            if self.is_entity(ref) and self._visible(fact_key, visible):
-                out.append(ref)
+        facts whose object value names an entity (either end). ``visible``: one byte per slot."""
+        slots = self.bm25.slots
+        out = [
+            other
+            for fact_key, other in self._edges_of.get(node, {}).items()
+            if _shown(slots.get(fact_key), visible)
+        ]
+        out.extend(
+            subject
+            for fact_key, subject in self._refs.get(node, {}).items()
+            if _shown(slots.get(fact_key), visible)
+        )
+        out.extend(
+            ref
+            for fact_key, ref in self._out_refs.get(node, {}).items()
+            if self.is_entity(ref) and _shown(slots.get(fact_key), visible)
+        )
         return out
-
-    def _visible(self, key: str, visible: np.ndarray) -> bool:
-        slot = self.bm25.slot(key)
-        return slot is not None and bool(visible[slot])
 
     def _items_about(self, node: str) -> dict[str, float]:
         """The items about an entity with their salience: facts of which it is the subject,
@@ -345,17 +361,23 @@ class MemoryIndex:
         best = top[0][1] if top else 1.0
         utility: dict[int, float] = {slot: value / best for slot, value in top}
 
-        self._activate(utility, visible, named, params)
-        self._stream_neighbours(utility, visible, params)
+        # One byte per slot: looked up item by item, a bytes object is much faster than numpy.
+        shown = visible.tobytes()
+        self._activate(utility, shown, named, params)
+        self._stream_neighbours(utility, shown, params)
         since = since_date(query) if params.before_since < 1 else None
         if since is not None:
             self._prefer_since(utility, since, params)
+        return Ranking(ranked=self._ranked(utility), suppressed_stale=suppressed)
 
-        ranked = sorted(
-            ((self._slot_docs[s].key, u) for s, u in utility.items() if u > 0),  # type: ignore[union-attr]
-            key=lambda pair: (-pair[1], pair[0]),
-        )
-        return Ranking(ranked=ranked, suppressed_stale=suppressed)
+    def _ranked(self, utility: dict[int, float]) -> list[tuple[str, float]]:
+        """(key, utility) of the items with a positive utility, best first, ties by key."""
+        docs = self._slot_docs
+        ranked = [(docs[s].key, u) for s, u in utility.items() if u > 0]  # type: ignore[union-attr]
+        # Two stable sorts on C-level keys: by key, then by utility descending.
+        ranked.sort(key=itemgetter(0))
+        ranked.sort(key=itemgetter(1), reverse=True)
+        return ranked
 
     def _lexical(
         self, query: str, terms: list[str], params: RankParams
@@ -370,7 +392,11 @@ class MemoryIndex:
         if params.coordination > 0:
             total = sum(self.bm25.smooth_idf(t) for t in set(terms))
             if total > 0:
-                relevance = relevance * (matched / total) ** params.coordination
+                # Zero where no query term matched: the rest is computed on the matches only.
+                hit = np.flatnonzero(matched)
+                covered = np.zeros_like(relevance)
+                covered[hit] = relevance[hit] * (matched[hit] / total) ** params.coordination
+                relevance = covered
         return relevance, matched
 
     def _with_feedback(
@@ -428,7 +454,7 @@ class MemoryIndex:
     def _activate(
         self,
         utility: dict[int, float],
-        visible: np.ndarray,
+        visible: bytes,
         named: list[str],
         params: RankParams,
     ) -> None:
@@ -449,9 +475,8 @@ class MemoryIndex:
         )
         # Only the most activated entities lend relevance: in a dense graph two hops reach
         # most of it, and a bonus for everything is a bonus for nothing.
-        strongest = sorted(
-            ((e, v) for e, v in activation.items() if v >= params.activation_min),
-            key=lambda pair: (-pair[1], pair[0]),
+        strongest = by_strength(
+            (e, v) for e, v in activation.items() if v >= params.activation_min
         )[: params.activated_max]
         # Relevance by the graph stands beside relevance by words, it does not add to it: an item
         # near the query's entities that also shares its words is not found twice.
@@ -474,21 +499,22 @@ class MemoryIndex:
         return seeds
 
     def _lent(
-        self, strongest: list[tuple[str, float]], visible: np.ndarray, params: RankParams
+        self, strongest: list[tuple[str, float]], visible: bytes, params: RankParams
     ) -> dict[int, float]:
         """The relevance each visible item gets from the activated entities it is about: the
         strongest one's (a hub's items do not pile up bonuses), when sharpening would not erase
         it."""
         lent: dict[int, float] = {}
+        slots, bonus_min = self.bm25.slots, params.bonus_min
         for entity, value in strongest:
             strength = params.activation_weight * value
-            if strength < params.bonus_min:
+            if strength < bonus_min:
                 break  # strongest first: the rest lend even less
             for key, salience in self._items_about(entity).items():
                 bonus = strength * salience
-                if bonus < params.bonus_min:
+                if bonus < bonus_min:
                     continue
-                item_slot = self.bm25.slot(key)
+                item_slot = slots.get(key)
                 if item_slot is None or not visible[item_slot]:
                     continue
                 if bonus > lent.get(item_slot, 0.0):
@@ -505,7 +531,7 @@ class MemoryIndex:
         return nodes
 
     def _stream_neighbours(
-        self, utility: dict[int, float], visible: np.ndarray, params: RankParams
+        self, utility: dict[int, float], visible: bytes, params: RankParams
     ) -> None:
         if params.stream_window <= 0 or params.stream_weight <= 0:
             return
@@ -539,7 +565,11 @@ class MemoryIndex:
     def _ordered(self, slots: np.ndarray, values: np.ndarray) -> np.ndarray:
         """``slots`` sorted by value (descending), ties by key: the order never depends on
         where a document happens to be stored."""
-        order = np.lexsort((self._arrays["key"][slots], -values))
+        order = np.argsort(-values, kind="stable")
+        ordered = values[order]
+        if len(ordered) > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
+            # Ties: the key decides (compared only then: comparing strings costs).
+            order = np.lexsort((self._arrays["key"][slots], -values))
         return slots[order]
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:

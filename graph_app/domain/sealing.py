@@ -132,11 +132,17 @@ def _tombstone_problem(entry: ChangeEntry, before: ChangeEntry | None) -> Proble
 
 
 def chain_verify(
-    entries: Iterable[ChangeEntry], *, project: str, watch: int | None = None
+    entries: Iterable[ChangeEntry],
+    *,
+    project: str,
+    watch: int | None = None,
+    start: tuple[int, str] | None = None,
 ) -> ChainReport:
     """Verifies entries read in seq order: each against its hash, its seq and its link; keeps
-    the hash of the entry at seq ``watch``."""
-    report = ChainReport()
+    the hash of the entry at seq ``watch``. ``start`` (size, head): the entries continue a
+    log of that size and head (only the entries after it are read; their records' state is
+    the one these entries give)."""
+    report = ChainReport() if start is None else ChainReport(size=start[0], head=start[1])
     previous: ChangeEntry | None = None
     for entry in entries:
         own_ok = change_hash(project, *entry[:10]) == entry.hash

@@ -1,0 +1,219 @@
+"""The compiler's index snapshot: a new process loads it instead of rebuilding from every row,
+refreshes it from the change feed when the graph moved on, and never serves a stale, foreign or
+damaged one (it rebuilds instead, and the compile still answers).
+
+A new process is an empty in-memory cache: ``compiler_cache_clear`` leaves exactly that.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from graph_app.compiler import (
+    compiler_cache_clear,
+    compiler_cache_forget,
+    compiler_cache_stats,
+    compiler_warm,
+    context_compile,
+)
+from graph_app.models import TemporalFact
+from graph_app.services import episode_record, fact_upsert
+from graph_app.snapshot import snapshot_path
+
+pytestmark = pytest.mark.django_db
+
+QUERY = "what does payment_service depend on and which token format does it use"
+SERVICES = ["ledger_store", "auth_service", "billing_api", "order_worker"]
+
+
+@pytest.fixture
+def snapshots(settings, tmp_path):
+    settings.COMPILER_SNAPSHOT_DIR = str(tmp_path / "index")
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 1
+    return tmp_path / "index"
+
+
+@pytest.fixture
+def graph(default_project):
+    for service in SERVICES:
+        fact_upsert(
+            project=default_project,
+            subject_id="payment_service",
+            predicate="depends_on",
+            object_value=service,
+        )
+    fact_upsert(
+        project=default_project,
+        subject_id="payment_service",
+        predicate="uses_token_format",
+        object_value="JWT_HS256",
+    )
+    episode_record(
+        project=default_project,
+        title="ADR: payment_service signs tokens with JWT_HS256",
+        category="adr",
+        content="payment_service keeps JWT_HS256 until ledger_store supports PASETO.",
+        entities_mentioned=["payment_service", "ledger_store"],
+    )
+    return default_project
+
+
+def _stats(project):
+    stats = compiler_cache_stats(project.pk)
+    assert stats is not None
+    return stats
+
+
+def _compile(project):
+    return context_compile(project=project, query=QUERY, max_tokens=600)
+
+
+def test_first_compile_after_start_loads_the_snapshot_instead_of_rebuilding(snapshots, graph):
+    built = _compile(graph)
+    rows = _stats(graph)["rows_read"]
+    assert rows >= 6  # every fact and the episode
+    assert snapshot_path(graph.pk).exists()
+
+    compiler_cache_clear()  # a new process
+    loaded = _compile(graph)
+    stats = _stats(graph)
+    assert stats["rows_read"] == 0
+    assert stats["restored"] == built["revision"] == stats["revision"]
+    assert loaded == built
+
+
+def test_no_snapshot_below_the_row_threshold(settings, snapshots, graph):
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 1000
+    _compile(graph)
+    assert not snapshot_path(graph.pk).exists()
+    compiler_cache_clear()
+    _compile(graph)
+    assert _stats(graph)["restored"] == -1
+
+
+def test_stale_snapshot_is_refreshed_from_the_change_feed_never_served(snapshots, graph):
+    old = _compile(graph)
+    assert "JWT_HS256" in old["markdown"]
+    compiler_cache_clear()
+    fact_upsert(
+        project=graph,
+        subject_id="payment_service",
+        predicate="uses_token_format",
+        object_value="PASETO_v4_public",
+    )
+
+    fresh = _compile(graph)
+    stats = _stats(graph)
+    assert stats["restored"] == old["revision"] < fresh["revision"] == stats["revision"]
+    # Only the new fact and the one it closed were read, not the whole graph.
+    assert stats["rows_read"] == 2
+    assert "PASETO_v4_public" in fresh["markdown"]
+    closed = TemporalFact.objects.get(project=graph, object_value="JWT_HS256").id
+    assert closed in {item["id"] for item in old["items"]}
+    assert closed not in {item["id"] for item in fresh["items"]}
+    assert fresh["suppressed_stale"] == old["suppressed_stale"] + 1
+
+    compiler_cache_clear()
+    rebuilt = _compile(graph)
+    assert rebuilt == fresh
+
+
+class _Undone(Exception):
+    pass
+
+
+def test_snapshot_of_a_history_the_database_no_longer_holds_is_ignored(snapshots, graph):
+    """A snapshot taken of writes that were then rolled back (a restored backup): the same
+    revision numbers come back with other content, and the snapshot must not be served."""
+    with pytest.raises(_Undone), transaction.atomic():
+        fact_upsert(
+            project=graph,
+            subject_id="payment_service",
+            predicate="deployed_to",
+            object_value="eu_west_cluster",
+        )
+        assert (
+            "eu_west_cluster"
+            in context_compile(
+                project=graph, query="where is payment_service deployed_to", max_tokens=600
+            )["markdown"]
+        )
+        raise _Undone
+    compiler_cache_clear()
+    fact_upsert(
+        project=graph, subject_id="payment_service", predicate="deployed_to", object_value="on_prem"
+    )
+
+    result = context_compile(
+        project=graph, query="where is payment_service deployed_to", max_tokens=600
+    )
+    assert "eu_west_cluster" not in result["markdown"]
+    assert "on_prem" in result["markdown"]
+    assert _stats(graph)["restored"] == -1
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # truncated
+        lambda data: data[:-40] + bytes(b ^ 0xFF for b in data[-40:]),  # corrupted
+        lambda data: b"not a snapshot at all",
+        lambda data: b"",
+    ],
+    ids=["truncated", "corrupted", "garbage", "empty"],
+)
+def test_damaged_snapshot_is_ignored_and_rebuilt(snapshots, graph, damage):
+    built = _compile(graph)
+    path = snapshot_path(graph.pk)
+    path.write_bytes(damage(path.read_bytes()))
+    compiler_cache_clear()
+
+    assert _compile(graph) == built
+    stats = _stats(graph)
+    assert stats["restored"] == -1
+    assert stats["rows_read"] >= 6
+    # ... and a good snapshot replaces the damaged one.
+    compiler_cache_clear()
+    assert _compile(graph) == built
+    assert _stats(graph)["rows_read"] == 0
+
+
+def test_snapshot_signed_with_another_key_is_ignored(settings, snapshots, graph):
+    built = _compile(graph)
+    settings.SECRET_KEY = "another deployment's secret key, long enough to be a real one"
+    compiler_cache_clear()
+    assert _compile(graph) == built
+    assert _stats(graph)["restored"] == -1
+
+
+def test_damaged_snapshot_never_fails_a_request(snapshots, graph, client_for):
+    _compile(graph)
+    snapshot_path(graph.pk).write_bytes(b"\x00" * 100)
+    compiler_cache_clear()
+    client = client_for("read", ("default",))
+    response = client.post("/v1/graph/compile", {"query": QUERY, "max_tokens": 600}, format="json")
+    assert response.status_code == 200, response.content
+    assert "JWT_HS256" in response.json()["markdown"]
+
+
+def test_forgetting_a_project_deletes_its_snapshot(snapshots, graph):
+    _compile(graph)
+    assert snapshot_path(graph.pk).exists()
+    compiler_cache_forget(graph.pk)
+    assert not snapshot_path(graph.pk).exists()
+
+
+def test_unwritable_snapshot_directory_still_answers(settings, snapshots, graph, tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a directory")
+    settings.COMPILER_SNAPSHOT_DIR = str(blocker / "index")
+    assert "JWT_HS256" in _compile(graph)["markdown"]
+
+
+def test_warming_before_workers_fork_leaves_nothing_to_read(snapshots, graph):
+    warmed = compiler_warm()
+    assert warmed[graph.slug] == _stats(graph)["revision"] > 0
+    rows = _stats(graph)["rows_read"]
+    _compile(graph)
+    assert _stats(graph)["rows_read"] == rows

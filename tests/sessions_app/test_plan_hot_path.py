@@ -1,0 +1,65 @@
+"""The /v1/plan hot path: what it reads, in which order, and through which index. Asserted on
+the statements issued (never on timings)."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memoryproject.dbconfig import database_config
+from sessions_app import services
+from tests.sessions_app.factories import TraceFactory
+
+pytestmark = pytest.mark.django_db
+
+sqlite_only = pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="SQLite's write lock and query planner"
+)
+
+
+def _plan_statements(project) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        body = services.plan_context(project=project, n=5)
+    assert body["status"] == "injected"
+    return [q["sql"] for q in captured.captured_queries]
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)  # the plan's own transaction, not a savepoint
+def test_plan_reads_and_scores_traces_before_taking_the_write_lock(default_project):
+    TraceFactory.create_batch(8, project=default_project)
+    statements = _plan_statements(default_project)
+    begin = next(i for i, sql in enumerate(statements) if sql.startswith("BEGIN IMMEDIATE"))
+    recent = next(
+        i
+        for i, sql in enumerate(statements)
+        if 'FROM "sessions_app_trace"' in sql and "LIMIT 5" in sql
+    )
+    assert recent < begin
+    # Inside the lock: the claim, the chained receipt and its sources, nothing that reads the
+    # project's recent traces again.
+    inside = statements[begin:]
+    assert not any('FROM "sessions_app_trace"' in sql and "LIMIT" in sql for sql in inside)
+    assert any('INSERT INTO "audit_app_injectionrecord"' in sql for sql in inside)
+
+
+@sqlite_only
+def test_receipt_source_lookup_uses_the_unique_trace_index(default_project):
+    """The lookup of delivered traces reads their rows by (project, trace_id), not every trace
+    of the project along the recency index."""
+    TraceFactory.create_batch(30, project=default_project)
+    statements = _plan_statements(default_project)
+    lookup = next(
+        sql
+        for sql in statements
+        if 'FROM "sessions_app_trace"' in sql and '"sessions_app_trace"."trace_id" IN' in sql
+    )
+    with connection.cursor() as cursor:
+        plan = " ".join(row[-1] for row in cursor.execute(f"EXPLAIN QUERY PLAN {lookup}"))
+    assert "trace_id=?" in plan and "trace_project_recent" not in plan
+
+
+def test_connections_are_kept_between_requests_when_configured(tmp_path):
+    kept = database_config(None, base_dir=tmp_path, conn_max_age=60)
+    assert kept["CONN_MAX_AGE"] == 60 and kept["CONN_HEALTH_CHECKS"] is True
+    closed = database_config(None, base_dir=tmp_path)
+    assert closed["CONN_MAX_AGE"] == 0 and closed["CONN_HEALTH_CHECKS"] is False
