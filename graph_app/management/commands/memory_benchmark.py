@@ -1,532 +1,41 @@
-"""Latency and correctness figures of the knowledge graph and the context compiler.
+"""Latency and correctness figures of the knowledge graph and the context compiler, beside a
+plain in-memory reference over the same corpus (``graph_app/benchmark/``).
 
-Generates a synthetic but realistic engineering memory with a fixed seed (services, modules and
-libraries as entities; facts with supersession chains and dependency edges; ADRs, bug root
-causes, invariants, notes, migrations and incidents as episodes) into a temporary project of
-the configured database, measures the operations, then deletes the project.
+Generates a synthetic engineering memory with a fixed seed into a project of the configured
+database, measures the operations (writes through the real services on a sample on top of it),
+compiles every query with ours and with the reference in turn, then deletes the project unless
+``--keep`` (a kept corpus is found again by the next run with ``--keep``: 100,000 facts take
+minutes to load). ``--scales`` sweeps several sizes, each with a cold start in a new process,
+and writes a log-log chart.
 
-The corpus is bulk-loaded in one graph write (rows carry correctly computed sha256 and
-revisions, and the change log seals each of them through the same canonical builders, so
-integrity verification and the compiler's change feed see a consistent graph); the write
-operations are measured through the real services on a sample on top of it.
-
-    manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N]
+    manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N] [--keep] [--cold]
+    manage.py memory_benchmark --scales 1k,10k,100k [--plot FILE] [--keep] [--json]
 """
 
 from __future__ import annotations
 
 import json
-import random
-import secrets
-import statistics
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from functools import partial
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
-from django.db import transaction
-from tqdm import tqdm
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit_app.models import AuditRun, ContradictionFinding, audit_maintenance
-from audit_app.services import contradictions_audit
-from graph_app.compiler import compiler_cache_forget, context_compile
-from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
-from graph_app.models import (
-    ChangeAction,
-    Entity,
-    Episode,
-    EpisodeCategory,
-    EpisodeFile,
-    GraphChange,
-    RecordType,
-    TemporalFact,
-)
-from graph_app.selectors import entity_query, entity_sha256, integrity_verify
-from graph_app.services import GraphWrite, episode_record, fact_upsert, graph_write
-from memoryproject.contracts import Caller
-from memoryproject.models import Project
-from memoryproject.tokens import count_tokens
+from graph_app.benchmark.coldstart import cold_start_run
+from graph_app.benchmark.run import run_benchmark
+from graph_app.benchmark.sweep import sweep_run, sweep_table
+from graph_app.benchmark.synthetic import SCALES, scale_parse
+from graph_app.benchmark.synthetic import project_drop as _project_drop
 
-# Draws a progress bar on stderr (stdout carries the results), only when it is a terminal.
-Show = Callable[..., Iterable[Any]]
+__all__ = ["Command", "_project_drop"]
+SWEEP_DEFAULT = "1k,10k,100k"
 
 
-@dataclass(frozen=True)
-class Scale:
-    entities: int
-    facts: int
-    superseded: int
-    episodes: int
-    queries: int
-    samples: int  # measured service calls per write/read operation
-    integrity_runs: int
-
-
-SCALES = {
-    "small": Scale(entities=20, facts=120, superseded=30, episodes=30, queries=12, samples=10, integrity_runs=2),
-    "cortex": Scale(entities=60, facts=500, superseded=150, episodes=100, queries=50, samples=50, integrity_runs=5),
-    "100k": Scale(entities=2_000, facts=100_000, superseded=30_000, episodes=10_000, queries=50, samples=50, integrity_runs=1),
-}  # fmt: skip
-BUDGET = 800
-
-AREAS = [
-    "auth", "order", "payment", "billing", "invoice", "user", "session", "catalog", "search",
-    "inventory", "shipping", "notification", "ledger", "report", "export", "pricing", "cart",
-    "refund", "audit", "webhook",
-]  # fmt: skip
-KINDS = [
-    ("service", "service"), ("repository", "module"), ("worker", "service"), ("api", "service"),
-    ("client", "library"), ("store", "module"), ("scheduler", "service"), ("adapter", "module"),
-    ("handler", "module"), ("cache", "module"),
-]  # fmt: skip
-SINGULAR = {
-    "uses_token_format": ["JWT_HS256", "JWT_RS256", "PASETO_v4_public", "opaque_session_token"],
-    "stores_data_in": ["postgres_15", "postgres_16", "redis_7", "s3_bucket", "sqlite_wal"],
-    "deployed_to": ["eu-west-1", "us-east-1", "on_prem_k8s", "fly_io"],
-    "owned_by": ["team_core", "team_payments", "team_growth", "team_platform"],
-    "max_retries": ["3", "5", "8", "0"],
-    "timeout_ms": ["250", "500", "1000", "3000"],
-    "serialization_format": ["json", "msgpack", "protobuf_v3", "avro"],
-    "log_level": ["INFO", "WARNING", "DEBUG"],
-}
-EDGES = ["depends_on", "calls", "publishes_to", "reads_from"]
-CATEGORIES = list(EpisodeCategory.values)
-EPISODE_TEMPLATES = {
-    "adr": (
-        "ADR: {a} switches {p} to {v}",
-        "We decided that {a} uses {v} for {p} because the old choice broke under load in {b}. "
-        "Consequences: {b} must be redeployed; the change is covered by tests in {f}.",
-    ),
-    "bug_root_cause": (
-        "Root cause: {a} dropped requests to {b}",
-        "A race between {a} and {b} lost writes when retries overlapped. The root cause was a "
-        "missing idempotency key in {f}; fixed by keying on the request id.",
-    ),
-    "invariant": (
-        "Invariant: {a} never writes without {b}",
-        "{a} must call {b} inside the same transaction; balances never go negative and every "
-        "write is idempotent. Checked in {f}.",
-    ),
-    "session_note": (
-        "Notes on {a}",
-        "Paired on {a}: renamed helpers, read {f}, found that {b} caches results for 30 seconds.",
-    ),
-    "migration": (
-        "Migration: move {a} from {v} to a new schema",
-        "Backfilled the {a} tables in batches of 5000, then switched reads; {b} was paused "
-        "during the cut-over. Script in {f}.",
-    ),
-    "incident": (
-        "Incident: {a} outage",
-        "{a} returned 500s for 14 minutes after {b} exhausted its connection pool. Mitigated by "
-        "raising the pool size; follow-up in {f}.",
-    ),
-}
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = fn()
-    return (time.perf_counter() - start) * 1000, result
-
-
-class _Corpus:
-    """The synthetic memory: plans rows in Python, then bulk-inserts them in one transaction
-    that holds the project's graph revision, like a service write."""
-
-    def __init__(self, project: Project, scale: Scale, rng: random.Random) -> None:
-        self.project, self.scale, self.rng = project, scale, rng
-        self.base = datetime(2025, 1, 1, tzinfo=UTC)
-        self.entities: list[str] = []
-        # subject, predicate, fact ids (old -> new)
-        self.chains: list[tuple[str, str, list[str]]] = []
-        self.episode_ids: list[str] = []
-
-    def _entity_names(self) -> list[str]:
-        names: list[str] = []
-        combos = [(a, k) for a in AREAS for k in KINDS]
-        i = 0
-        while len(names) < self.scale.entities:
-            area, (kind, _) = combos[i % len(combos)]
-            suffix = f"_{i // len(combos)}" if i >= len(combos) else ""
-            names.append(f"{area}_{kind}{suffix}")
-            i += 1
-        return names
-
-    def load(self, show: Show) -> None:
-        with graph_write(self.project) as write:
-            ids = self._entities_load(write)
-            self._episodes_load(ids, write, show)
-            chains = self._chain_plans()
-            edges = self._edge_plans(self.scale.facts - len(chains))
-            self._facts_load(ids, chains + edges, write, show)
-
-    def _entities_load(self, write: GraphWrite) -> dict[str, int]:
-        """Creates the entities; answers their primary keys by slug."""
-        kinds = {f"{a}_{k}": kind for a in AREAS for k, kind in KINDS}
-        self.entities = self._entity_names()
-        entities = [
-            Entity(
-                project=self.project,
-                slug=n,
-                kind=kinds.get(n.rsplit("_", 1)[0], "module")
-                if n[-1].isdigit()
-                else kinds.get(n, "module"),
-                name=n,
-                created_at=write.now,
-            )
-            for n in self.entities
-        ]
-        Entity.objects.bulk_create(entities, batch_size=2000)
-        for entity in entities:
-            sha256 = entity_sha256(entity, self.project)
-            write.append(ChangeAction.CREATED, RecordType.ENTITY, entity.slug, sha256)
-        return dict(Entity.objects.filter(project=self.project).values_list("slug", "id"))
-
-    def _episode(self, i: int, revision: int) -> Episode:
-        category = CATEGORIES[i % len(CATEGORIES)]
-        a, b = self.rng.sample(self.entities, 2)
-        path = f"src/{a.split('_')[0]}/{a}.py"
-        value = self.rng.choice(SINGULAR["stores_data_in"])
-        title_t, content_t = EPISODE_TEMPLATES[category]
-        words = {"a": a, "b": b, "f": path, "p": "storage", "v": value}
-        occurred = self.base + timedelta(hours=3 * i)
-        # The canonical form's fields are the model's: one dict serves both.
-        fields: dict[str, Any] = {
-            "id": f"ep_{self.rng.getrandbits(64):016x}",
-            "category": category,
-            "title": title_t.format(**words),
-            "content": content_t.format(**words),
-            "files_touched": [path],
-            "entities_mentioned": [a, b],
-            "metadata": {},
-            "occurred_at": occurred,
-            "recorded_at": occurred,
-            "external_id": None,
-        }
-        sha256 = sha256_of(episode_canonical(project=self.project.slug, **fields))
-        return Episode(project=self.project, revision=revision, sha256=sha256, **fields)
-
-    def _episodes_load(self, ids: dict[str, int], write: GraphWrite, show: Show) -> None:
-        count = self.scale.episodes
-        episodes = [self._episode(i, write.revision) for i in show(range(count), desc="episodes")]
-        Episode.objects.bulk_create(episodes, batch_size=2000)
-        for episode in episodes:
-            write.append(ChangeAction.RECORDED, RecordType.EPISODE, episode.id, episode.sha256)
-        EpisodeFile.objects.bulk_create(
-            [EpisodeFile(episode=e, path=e.files_touched[0]) for e in episodes], batch_size=5000
-        )
-        through = Episode.entities.through
-        through.objects.bulk_create(
-            [
-                through(episode_id=e.id, entity_id=ids[slug])
-                for e in episodes
-                for slug in e.entities_mentioned
-            ],
-            batch_size=5000,
-            ignore_conflicts=True,
-        )
-        self.episode_ids = [e.id for e in episodes]
-
-    def _chain_plans(self) -> list[dict[str, Any]]:
-        """Supersession chains on singular predicates until the superseded quota is met, then
-        one-fact chains. Each plan holds the arguments of ``fact_canonical`` but the project
-        and the confidence (always 1.0)."""
-        rng, plans = self.rng, []
-        remaining_superseded = self.scale.superseded
-        pairs = [(s, p) for s in self.entities for p in SINGULAR]
-        rng.shuffle(pairs)
-        edge_quota = (self.scale.facts - self.scale.superseded) // 3
-        singles_quota = self.scale.facts - self.scale.superseded - edge_quota
-        for subject, predicate in pairs:
-            if remaining_superseded <= 0 and singles_quota <= 0:
-                break
-            length = 1
-            if remaining_superseded > 0:
-                length = min(remaining_superseded, rng.randint(1, 4)) + 1
-                remaining_superseded -= length - 1
-            singles_quota -= 1
-            values = [
-                rng.choice(SINGULAR[predicate]) + (f"_r{k}" if k else "") for k in range(length)
-            ]
-            start = self.base + timedelta(days=rng.randint(0, 200))
-            chain_ids = [f"fact_{rng.getrandbits(64):016x}" for _ in range(length)]
-            for k in range(length):
-                closed = k < length - 1
-                end = start + timedelta(days=30 * (k + 1)) if closed else None
-                plans.append(
-                    {
-                        "id": chain_ids[k],
-                        "subject": subject,
-                        "predicate": predicate,
-                        "object_value": values[k],
-                        "object_entity": None,
-                        "singular": True,
-                        "valid_from": start + timedelta(days=30 * k),
-                        "valid_until": end,
-                        "recorded_at": start + timedelta(days=30 * k),
-                        "closed_at": end,
-                        "superseded_by": chain_ids[k + 1] if closed else None,
-                        "source_episode": rng.choice(self.episode_ids) if self.episode_ids and rng.random() < 0.3 else None,
-                    }
-                )  # fmt: skip
-            if length > 1:
-                self.chains.append((subject, predicate, chain_ids))
-        return plans
-
-    def _edge_plans(self, count: int) -> list[dict[str, Any]]:
-        """``count`` dependency edges: non-singular facts whose object is an entity."""
-        rng, plans = self.rng, []
-        for _ in range(count):
-            subject, target = rng.sample(self.entities, 2)
-            when = self.base + timedelta(days=rng.randint(0, 300))
-            plans.append(
-                {
-                    "id": f"fact_{rng.getrandbits(64):016x}",
-                    "subject": subject,
-                    "predicate": rng.choice(EDGES),
-                    "object_value": target,
-                    "object_entity": target,
-                    "singular": False,
-                    "valid_from": when,
-                    "valid_until": None,
-                    "recorded_at": when,
-                    "closed_at": None,
-                    "superseded_by": None,
-                    "source_episode": None,
-                }
-            )
-        return plans
-
-    def _facts_load(
-        self, ids: dict[str, int], plans: list[dict[str, Any]], write: GraphWrite, show: Show
-    ) -> None:
-        rows = [
-            TemporalFact(
-                id=plan["id"],
-                project=self.project,
-                subject_id=ids[plan["subject"]],
-                predicate=plan["predicate"],
-                object_value=plan["object_value"],
-                object_entity_id=ids[plan["object_entity"]] if plan["object_entity"] else None,
-                singular=plan["singular"],
-                confidence=1.0,
-                valid_from=plan["valid_from"],
-                valid_until=plan["valid_until"],
-                recorded_at=plan["recorded_at"],
-                closed_at=plan["closed_at"],
-                superseded_by_id=plan["superseded_by"],
-                source_episode_id=plan["source_episode"],
-                revision=write.revision,
-                sha256=sha256_of(fact_canonical(project=self.project.slug, confidence=1.0, **plan)),
-            )
-            for plan in show(plans, desc="facts")
-        ]
-        # Successors after their predecessors: the superseded_by key is checked at commit.
-        TemporalFact.objects.bulk_create(rows, batch_size=2000)
-        for fact in rows:
-            write.append(ChangeAction.ASSERTED, RecordType.FACT, fact.id, fact.sha256)
-
-
-def _project_drop(project: Project) -> None:
-    compiler_cache_forget(project.pk)
-    with transaction.atomic():
-        ContradictionFinding.objects.filter(project=project).delete()
-        AuditRun.objects.filter(project=project).delete()
-        TemporalFact.objects.filter(project=project).update(superseded_by=None)
-        TemporalFact.objects.filter(project=project).delete()
-        EpisodeFile.objects.filter(episode__project=project).delete()
-        Episode.entities.through.objects.filter(episode__project=project).delete()
-        Episode.objects.filter(project=project).delete()
-        Entity.objects.filter(project=project).delete()
-        # A scratch project's change log goes with it (the one maintenance the gate is for).
-        with audit_maintenance():
-            GraphChange.objects.filter(project=project).delete()
-        project.delete()
-
-
-def _queries(corpus: _Corpus, count: int, rng: random.Random) -> list[tuple[str, list[str]]]:
-    """Half aim at a supersession chain (subject + predicate; its closed facts are the stale
-    ids), the rest are the kind of question an agent asks before a task."""
-    queries: list[tuple[str, list[str]]] = []
-    for i in range(count):
-        if i % 2 == 0 and corpus.chains:
-            subject, predicate, chain = corpus.chains[(i // 2) % len(corpus.chains)]
-            queries.append((f"{subject} {predicate.replace('_', ' ')}", chain[:-1]))
-        else:
-            a = rng.choice(corpus.entities)
-            question = rng.choice(
-                [
-                    f"invariants of {a} before changing it",
-                    f"why did {a} fail in production",
-                    f"what does {a} depend on",
-                    f"migration plan for {a} storage",
-                ]
-            )
-            queries.append((question, []))
-    return queries
-
-
-@dataclass
-class _Measures:
-    """Timings (ms) per operation and the correctness counts of one run."""
-
-    times: dict[str, list[float]] = field(default_factory=dict)
-    compliant: int = 0
-    stale_total: int = 0
-    stale_shown: int = 0
-    verified: bool = True
-
-    def timed(self, operation: str, fn: Callable[[], Any]) -> Any:
-        elapsed, result = _timed(fn)
-        self.times.setdefault(operation, []).append(elapsed)
-        return result
-
-
-def _measure_compiles(
-    project: Project, queries: list[tuple[str, list[str]]], show: Show, m: _Measures
-) -> None:
-    for query, stale_ids in show(queries, desc="compile_context"):
-        result = m.timed(
-            "compile_context",
-            partial(context_compile, project=project, query=query, max_tokens=BUDGET),
-        )
-        m.compliant += (
-            result["token_count"] <= BUDGET
-            and count_tokens(result["markdown"]) == result["token_count"]
-        )
-        shown = {i["id"] for i in result["items"]}
-        m.stale_total += len(stale_ids)
-        m.stale_shown += len(shown & set(stale_ids))
-
-
-def _measure_writes(
-    project: Project, corpus: _Corpus, rng: random.Random, show: Show, m: _Measures
-) -> None:
-    samples = corpus.scale.samples
-    for i in show(range(samples), desc="record_episode"):
-        a, b = rng.sample(corpus.entities, 2)
-        m.timed(
-            "record_episode",
-            partial(
-                episode_record,
-                project=project,
-                title=f"Benchmark note {i} on {a}",
-                category=CATEGORIES[i % len(CATEGORIES)],
-                content=f"{a} now calls {b} through the outbox; see src/{a}.py",
-                files_touched=[f"src/{a}.py"],
-                entities_mentioned=[a, b],
-            ),
-        )
-    for i in show(range(samples), desc="upsert_fact"):
-        subject = rng.choice(corpus.entities)
-        predicate = rng.choice(list(SINGULAR))
-        m.timed(
-            "upsert_fact",
-            partial(
-                fact_upsert,
-                project=project,
-                subject_id=subject,
-                predicate=predicate,
-                object_value=f"bench_value_{i}",
-            ),
-        )
-
-
-def _measure_reads(
-    project: Project, corpus: _Corpus, rng: random.Random, show: Show, m: _Measures
-) -> None:
-    for _ in show(range(corpus.scale.samples), desc="entity_query"):
-        entity = rng.choice(corpus.entities)
-        m.timed(
-            "entity_query", partial(entity_query, project=project, entity_id=entity, max_hops=2)
-        )
-    runs = corpus.scale.integrity_runs
-    for _ in show(range(runs), desc="integrity"):
-        report = m.timed("integrity_verify", partial(integrity_verify, project=project))
-        m.verified = m.verified and bool(report.get("verified"))
-        caller = Caller(channel="benchmark", client="memory_benchmark")
-        m.timed(
-            "audit_contradictions",
-            partial(contradictions_audit, project=project, caller=caller),
-        )
-
-
-def run_benchmark(scale_name: str, *, seed: int, show_progress: bool = True) -> dict[str, Any]:
-    scale = SCALES[scale_name]
-    rng = random.Random(seed)
-    show: Show = partial(tqdm, disable=None if show_progress else True)
-    project = Project.objects.create(
-        slug=f"bench-{scale_name}-{secrets.token_hex(4)}", name=f"memory_benchmark {scale_name}"
-    )
-    m = _Measures()
+def _sizes(text: str) -> list[int]:
     try:
-        corpus = _Corpus(project, scale, rng)
-        m.timed("load", lambda: corpus.load(show))
-        queries = _queries(corpus, scale.queries, rng)
-        m.timed(
-            "build", partial(context_compile, project=project, query="warm up", max_tokens=BUDGET)
-        )
-        _measure_compiles(project, queries, show, m)
-        _measure_writes(project, corpus, rng, show, m)
-        m.timed(
-            "refresh",
-            partial(context_compile, project=project, query="after writes", max_tokens=BUDGET),
-        )
-        _measure_reads(project, corpus, rng, show, m)
-    finally:
-        _project_drop(project)
-    return _report(scale_name, seed, scale, m, len(queries))
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {
-        "n": len(values),
-        "p50_ms": round(statistics.median(values), 3) if values else 0.0,
-        "p95_ms": round(_percentile(values, 0.95), 3),
-    }
-
-
-def _report(scale_name: str, seed: int, scale: Scale, m: _Measures, queries: int) -> dict[str, Any]:
-    operations = (
-        "record_episode",
-        "upsert_fact",
-        "entity_query",
-        "compile_context",
-        "integrity_verify",
-        "audit_contradictions",
-    )
-    return {
-        "scale": scale_name,
-        "seed": seed,
-        "corpus": {
-            "entities": scale.entities,
-            "facts": scale.facts,
-            "superseded": scale.superseded,
-            "episodes": scale.episodes,
-            "compile_queries": scale.queries,
-            "budget_tokens": BUDGET,
-        },
-        "operations": {name: _stats(m.times.get(name, [])) for name in operations},
-        "load_ms": round(m.times["load"][0], 1),
-        "index_build_ms": round(m.times["build"][0], 1),
-        "index_refresh_after_writes_ms": round(m.times["refresh"][0], 1),
-        "stale_suppression_rate": 1 - m.stale_shown / m.stale_total if m.stale_total else 1.0,
-        "stale_candidates": m.stale_total,
-        "budget_compliance_rate": m.compliant / queries if queries else 1.0,
-        "integrity_verified": m.verified,
-    }
+        return [scale_parse(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise CommandError(f"--scales: {error}") from error
 
 
 class Command(BaseCommand):
@@ -534,12 +43,39 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--scale", choices=sorted(SCALES), default="cortex")
+        parser.add_argument(
+            "--scales",
+            help="sweep these sizes in facts, e.g. 1k,10k,100k (each with a cold start)",
+        )
+        parser.add_argument(
+            "--sweep", action="store_true", help=f"sweep the default sizes ({SWEEP_DEFAULT})"
+        )
+        parser.add_argument(
+            "--plot",
+            type=Path,
+            default=None,
+            help="where the sweep's log-log chart (SVG) goes (default data/benchmark/...)",
+        )
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--keep", action="store_true", help="keep the corpus for the next run, or reuse it"
+        )
+        parser.add_argument(
+            "--cold", action="store_true", help="also time a first compile in a new process"
+        )
+        parser.add_argument("--cold-start", metavar="PROJECT", help="(internal) the new process")
+        parser.add_argument("--query", default="what does it depend on")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["cold_start"]:
+            self.stdout.write(json.dumps(cold_start_run(options["cold_start"], options["query"])))
+            return
+        if options["scales"] or options["sweep"]:
+            self._sweep(options)
+            return
         scale, seed = options["scale"], options["seed"]
-        result = run_benchmark(scale, seed=seed)
+        result = run_benchmark(scale, seed=seed, keep=options["keep"], cold_start=options["cold"])
         if scale == "100k":
             reference = run_benchmark("cortex", seed=seed)
             ref_p50 = reference["operations"]["compile_context"]["p50_ms"]
@@ -550,6 +86,32 @@ class Command(BaseCommand):
                 "compile_p50_ratio": round(p50 / ref_p50, 2) if ref_p50 else None,
                 "corpus_ratio": round(corpus(result) / corpus(reference), 1),
             }
+        self._print(result, options)
+
+    def _sweep(self, options: dict[str, Any]) -> None:
+        sizes = _sizes(options["scales"] or SWEEP_DEFAULT)
+        seed = options["seed"]
+        plot = options["plot"] or Path(settings.BASE_DIR) / "data" / "benchmark" / (
+            f"memory_scaling_s{seed}.svg"
+        )
+        result = sweep_run(sizes, seed=seed, plot=plot, keep=options["keep"])
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+            return
+        out = self.stdout.write
+        out(f"memory_benchmark sweep, seed {seed}: ours vs the in-memory reference (x = ours/ref)")
+        for line in sweep_table(result["sweep"]):
+            out(line)
+        out("cmp/ref: compile at 800 tokens; eq: entity query at 2 hops. In a new process:")
+        out("build: first compile building the index from the rows, idx: its RSS growth; cold:")
+        out("first compile as deployed (snap: from the index snapshot), RSS: the process after.")
+        if result["failed"]:
+            failed = result["failed"]
+            out(f"{failed['facts']} facts did not run to the end: {failed['error']}")
+        out(f"chart: {result['plot']}")
+
+    def _print(self, result: dict[str, Any], options: dict[str, Any]) -> None:
+        scale, seed = result["scale"], result["seed"]
         if options["json"]:
             self.stdout.write(json.dumps(result))
             return
@@ -570,9 +132,26 @@ class Command(BaseCommand):
         )
         out(f"budget compliance rate        {result['budget_compliance_rate']:.1%}")
         out(f"integrity verified            {result['integrity_verified']}")
+        load = "reused" if result["load_ms"] is None else f"{result['load_ms']:.0f}"
         out(
-            f"bulk load / index build / refresh after writes: {result['load_ms']:.0f} / {result['index_build_ms']:.0f} / {result['index_refresh_after_writes_ms']:.0f} ms"
+            f"bulk load / index build / refresh after writes: {load} / "
+            f"{result['index_build_ms']:.0f} / {result['index_refresh_after_writes_ms']:.0f} ms"
         )
+        r = result["reference"]
+        out(
+            f"in-memory reference compile p50/p95: {r['compile']['p50_ms']:.3f} / "
+            f"{r['compile']['p95_ms']:.3f} ms; ours is {r['compile_p50_ratio']}x / "
+            f"{r['compile_p95_ratio']}x of it (build {r['build_ms']:.0f} ms)"
+        )
+        if "cold_start" in result:
+            cold = result["cold_start"]
+            rebuilt = cold["rebuilt_from_rows"]
+            source = "from the snapshot" if cold["from_snapshot"] else "built from the rows"
+            out(
+                f"new process: first compile {rebuilt['first_compile_ms']:.0f} ms building the "
+                f"index (index {rebuilt['index_mb']} MiB); as deployed "
+                f"{cold['first_compile_ms']:.0f} ms ({source}), RSS {cold['rss_after_mb']} MiB"
+            )
         if "versus_cortex" in result:
             v = result["versus_cortex"]
             out(

@@ -1,0 +1,91 @@
+"""memory_benchmark beside the in-memory reference, kept corpora, and the scale sweep with a cold
+start in a new process (correctness and shape of the figures, not timings)."""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from graph_app.benchmark.synthetic import project_drop
+from graph_app.models import TemporalFact
+from memoryproject.models import Project
+
+
+def _run(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("memory_benchmark", *args, "--json", stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.django_db
+def test_small_run_reports_ours_as_a_ratio_to_the_reference():
+    report = _run("--scale", "small")
+    reference = report["reference"]
+    assert reference["compile"]["n"] == report["operations"]["compile_context"]["n"] > 0
+    assert reference["compile"]["p50_ms"] > 0
+    assert reference["compile_p50_ratio"] > 0
+    assert reference["compile_p95_ratio"] > 0
+    assert reference["budget_compliance_rate"] == 1.0
+    assert report["budget_compliance_rate"] == 1.0
+    assert not Project.objects.filter(slug__startswith="bench-").exists()
+
+
+@pytest.mark.django_db
+def test_a_kept_corpus_is_loaded_again_instead_of_rebuilt():
+    first = _run("--scale", "small", "--keep")
+    try:
+        facts = TemporalFact.objects.filter(project__slug=first["corpus"]["kept"]).count()
+        second = _run("--scale", "small", "--keep")
+        assert first["corpus"]["reused"] is False and first["load_ms"] is not None
+        assert second["corpus"]["reused"] is True and second["load_ms"] is None
+        assert second["corpus"]["kept"] == first["corpus"]["kept"]
+        # At most the measured writes were added on top (the same upserts again change
+        # nothing): the corpus was not loaded a second time.
+        samples = 10
+        after = TemporalFact.objects.filter(project__slug=first["corpus"]["kept"]).count()
+        assert facts <= after <= facts + samples < 2 * first["corpus"]["facts"]
+        assert second["stale_candidates"] > 0
+        assert second["reference"]["compile_p50_ratio"] > 0
+    finally:
+        for project in Project.objects.filter(slug__startswith="bench-"):
+            project_drop(project)
+
+
+@pytest.mark.django_db
+def test_sweep_sizes_are_refused_when_they_are_not_counts_of_facts():
+    with pytest.raises(CommandError, match="--scales"):
+        _run("--scales", "1k,lots")
+    with pytest.raises(CommandError, match="--scales"):
+        _run("--scales", "5")
+
+
+# The cold start runs in a new process, which sees only committed rows.
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_sweep_measures_each_size_with_a_cold_start_and_draws_the_chart(tmp_path):
+    plot = tmp_path / "scaling.svg"
+    result = _run("--scales", "400,200", "--plot", str(plot))
+    rows = result["sweep"]
+    assert [row["facts"] for row in rows] == [200, 400]
+    for row in rows:
+        assert row["ratio_p50"] > 0 and row["ratio_p95"] > 0
+        assert row["compile_p50_ms"] > 0 and row["entity_query_p50_ms"] > 0
+        assert row["cold_first_compile_ms"] > 0 and row["cold_rebuild_ms"] > 0
+        assert row["worker_rss_mb"] > 0 and row["index_mb"] is not None
+    for run in result["runs"]:
+        cold = run["cold_start"]
+        assert cold["revision"] > 0
+        # built from the rows when snapshots are off, whatever the deployment would do
+        assert cold["rebuilt_from_rows"]["from_snapshot"] is False
+        assert cold["rebuilt_from_rows"]["rows_read"] >= run["corpus"]["facts"]
+        assert run["reference"]["budget_compliance_rate"] == 1.0
+    assert result["plot"] == str(plot)
+    svg = ET.parse(plot).getroot()
+    lines = svg.findall(".//{http://www.w3.org/2000/svg}polyline")
+    assert len(lines) == 9  # seven latency series, two memory series
+    assert not Project.objects.filter(slug__startswith="bench-").exists()
