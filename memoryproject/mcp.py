@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from typing import Annotated, Any, Literal, TypeVar
 
 from django.apps import apps
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
@@ -179,13 +179,14 @@ def current_client() -> str:
 
 @contextmanager
 def _db_call() -> Iterator[None]:
-    # Each worker thread holds its own connection; closing around each call keeps them
-    # from piling up and drops any connection left broken by the previous call.
+    # Each worker thread holds its own connection, and the SDK's thread pool may use many:
+    # the connection is closed after every call whatever CONN_MAX_AGE says (it lets web
+    # workers keep theirs), so they never pile up; one left broken is dropped before the call.
     close_old_connections()
     try:
         yield
     finally:
-        close_old_connections()
+        connections.close_all()
 
 
 def _guarded(

@@ -163,6 +163,10 @@ class Command(BaseCommand):
             raise CommandError(f"--port: must be between 1 and 65535, got {port}")
         if transport != "stdio":
             self._check_http_options(options)
+        # Calls run in the SDK's pool of worker threads (and key checks in others): no thread
+        # keeps a connection between calls, whatever CONN_MAX_AGE gives the web workers.
+        for alias in connections:
+            connections.settings[alias]["CONN_MAX_AGE"] = 0
         self._check_migrations()
         log_level: LogLevel = options["log_level"] or (
             "WARNING" if transport == "stdio" else "INFO"
