@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import models
 
+from memoryproject import sql
+
 
 class ReceiptSource(models.Model):
     # An index, not evidence: no database constraint to the record, so tampering with the
@@ -51,14 +53,22 @@ class ReceiptSource(models.Model):
         return f"{self.kind} {self.item_id} delivered by receipt seq {self.record.seq}"
 
 
-def receipt_sources_add(record: Any, items: Sequence[Mapping[str, str]]) -> None:
+def receipt_sources_add(
+    record: Any,
+    items: Sequence[Mapping[str, str]],
+    rows: Mapping[tuple[str, str], int] | None = None,
+) -> None:
     """Indexes a receipt's delivered items, each linked to its source row when it still
-    exists (call in the receipt's transaction)."""
+    exists (call in the receipt's transaction). ``rows`` maps (kind, id) to the source row's
+    key for the items whose rows the caller has just read (the plan's traces); the others are
+    looked up."""
     from graph_app.models import Episode, TemporalFact
     from sessions_app.models import SessionSummary, Trace
 
+    rows = rows or {}
+
     def ids(kind: str) -> list[str]:
-        return [i["id"] for i in items if i["kind"] == kind]
+        return [i["id"] for i in items if i["kind"] == kind and (kind, i["id"]) not in rows]
 
     # One query per kind delivered: the source rows that exist (a receipt may name what is gone).
     # Unordered, so that the lookup uses the (project, trace_id) unique index rather than the
@@ -90,14 +100,14 @@ def receipt_sources_add(record: Any, items: Sequence[Mapping[str, str]]) -> None
     found: dict[str, dict[str, int | str]] = {
         kind: lookup(ids(kind)) if ids(kind) else {} for kind, lookup in lookups.items()
     }
-    rows = []
+    index = []
     for item in items:
         kind, item_id = item["kind"], item["id"]
         row = ReceiptSource(record=record, kind=kind, item_id=item_id, sha256=item["sha256"])
         if kind in found:
-            setattr(row, f"{kind}_id", found[kind].get(item_id))
-        rows.append(row)
-    ReceiptSource.objects.bulk_create(rows)
+            setattr(row, f"{kind}_id", rows.get((kind, item_id), found[kind].get(item_id)))
+        index.append(row)
+    sql.insert_many(index)
 
 
 def _uuids(values: Sequence[str]) -> list[uuid.UUID]:

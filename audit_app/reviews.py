@@ -12,6 +12,7 @@ is. Contradiction findings are settled the same way (``finding_settle`` appends 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from types import NoneType, UnionType
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -22,6 +23,7 @@ from audit_app.domain.chain import sha256_text
 from audit_app.models import ContradictionFinding, Review, ReviewState
 from audit_app.receipt_selectors import sources_now
 from audit_app.services import audit_event_append, finding_settle
+from memoryproject import sql
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
@@ -223,12 +225,20 @@ def _sources_unchanged(review: Review) -> bool:
     )
 
 
+@cache
+def _approved_any_sql() -> str:
+    where = " AND ".join(f"{sql.column(Review, f)} = %s" for f in ("project", "source", "state"))
+    return f"SELECT 1 FROM {sql.table(Review)} WHERE {where} LIMIT 1"
+
+
 def review_claim(*, project: Project, source: str) -> Review | None:
     """Takes the oldest approved context of ``project`` for a call of kind ``source`` (plan or
     load) to deliver now, or None. Exactly once: the claim is a conditional UPDATE (approved ->
     delivered) inside the caller's transaction, so a concurrent call or a rollback cannot
     deliver it twice. An approved context whose sources changed or were erased since the
     review is voided instead: what is delivered is only ever what the reviewer saw."""
+    if not sql.fetch(_approved_any_sql(), [project.pk, source, ReviewState.APPROVED.value]):
+        return None  # the common case, asked on every plan and load in one cheap statement
     approved = Review.objects.filter(
         project=project, source=source, state=ReviewState.APPROVED
     ).order_by("decided_at", "id")

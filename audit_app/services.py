@@ -17,6 +17,7 @@ import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -67,8 +68,10 @@ from audit_app.selectors import (
     findings_by_fingerprint,
     injection_log_verify,
 )
+from graph_app.domain.hashing import canonical_json
 from graph_app.selectors import graph_chain_head
 from graph_app.services import fact_supersede
+from memoryproject import sql
 from memoryproject.contracts import Caller, has_nul, takes
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
@@ -96,11 +99,42 @@ PURGE_ANCHOR = frozenset({"before", "through_seq", "through_hash", "through_crea
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def _head_locked() -> InjectionLogHead:
-    head, _ = InjectionLogHead.objects.select_for_update().get_or_create(
-        pk=1, defaults={"seq": 0, "last_hash": GENESIS_HASH}
+_HEAD_FIELDS = ("pk", "seq", "last_hash")
+
+
+@cache
+def _head_sql() -> str:
+    return (
+        f"{sql.select(InjectionLogHead, _HEAD_FIELDS)} "
+        f"WHERE {sql.column(InjectionLogHead, 'pk')} = 1{sql.for_update()}"
     )
+
+
+@cache
+def _head_move_sql() -> str:
+    seq, last_hash = (sql.column(InjectionLogHead, f) for f in ("seq", "last_hash"))
+    return (
+        f"UPDATE {sql.table(InjectionLogHead)} SET {seq} = %s, {last_hash} = %s "
+        f"WHERE {sql.column(InjectionLogHead, 'pk')} = 1 AND {seq} = %s"
+    )
+
+
+def _head_locked() -> InjectionLogHead:
+    """The chain head, locked for this transaction (made at genesis on the first append)."""
+    head = sql.first(InjectionLogHead, _HEAD_FIELDS, _head_sql())
+    if head is None:
+        head, _ = InjectionLogHead.objects.select_for_update().get_or_create(
+            pk=1, defaults={"seq": 0, "last_hash": GENESIS_HASH}
+        )
     return head
+
+
+def _head_move(head: InjectionLogHead, seq: int, last_hash: str) -> None:
+    """Moves the head one record forward (the database's trigger checks the record exists)."""
+    if sql.execute(_head_move_sql(), [seq, last_hash, head.seq]) != 1:
+        raise ApplicationError("the injection log's head moved during the append")
+    head.seq, head.last_hash = seq, last_hash
+    head.__dict__["_stored_seq"] = seq
 
 
 def _json_value(value: object) -> object:
@@ -122,7 +156,7 @@ def _plain_json(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(
             json.dumps(dict(value), default=_json_value, allow_nan=False)
         )
-        rfc8785.dumps(data)
+        canonical_json(data)  # what the record's hash will canonicalise
     except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:
         raise validation_error(field, f"must hold plain JSON values ({exc})") from None
     if has_nul(data):
@@ -153,12 +187,26 @@ def _text_store(text: str, digest: str) -> str:
     erased text is not stored again (its erasure stands)."""
     if not text:
         return ""
-    if ErasedText.objects.filter(sha256=digest).exists():
+    if sql.fetch(_text_held_sql(DeliveredText), [digest]):
+        return text  # kept already (an erased text is not in the store)
+    if sql.fetch(_text_held_sql(ErasedText), [digest]):
         return ""
-    DeliveredText.objects.bulk_create(
-        [DeliveredText(sha256=digest, text=text, stored_at=utcnow())], ignore_conflicts=True
-    )
+    sql.execute(_text_keep_sql(), [digest, text, sql.value(DeliveredText, "stored_at", utcnow())])
     return text
+
+
+@cache
+def _text_held_sql(model: type[DeliveredText] | type[ErasedText]) -> str:
+    return f"SELECT 1 FROM {sql.table(model)} WHERE {sql.column(model, 'sha256')} = %s"
+
+
+@cache
+def _text_keep_sql() -> str:
+    names = sql.columns(DeliveredText, ("sha256", "text", "stored_at"))
+    return (
+        f"INSERT INTO {sql.table(DeliveredText)} ({names}) VALUES (%s, %s, %s) "
+        "ON CONFLICT DO NOTHING"
+    )
 
 
 def _append(*, text: str, **fields: Any) -> InjectionRecord:
@@ -175,11 +223,9 @@ def _append(*, text: str, **fields: Any) -> InjectionRecord:
             **fields,
         )
         record.record_hash = record_hash(record_payload(record))
-        record.save(force_insert=True)
+        sql.insert(record)
         record.__dict__["_system_prompt"] = _text_store(text, record.prompt_sha256)
-        head.seq = record.seq
-        head.last_hash = record.record_hash
-        head.save(update_fields=["seq", "last_hash"])
+        _head_move(head, record.seq, record.record_hash)
     return record
 
 
@@ -200,11 +246,13 @@ def injection_log_append(
     request: Mapping[str, Any] | None = None,
     items: Sequence[Mapping[str, str]] = (),
     client_reported: str = "",
+    item_rows: Mapping[tuple[str, str], int] | None = None,
 ) -> InjectionRecord:
     """Appends one receipt to the chain and answers it: what was asked (``request``), what was
     delivered (``items``, each with its content hash) and the SHA-256 of the exact text, which
     is stored apart (``InjectionRecord.system_prompt`` reads it back). ``client`` is the
-    authenticated identity; ``client_reported`` the name the client gave itself (unverified)."""
+    authenticated identity; ``client_reported`` the name the client gave itself (unverified).
+    ``item_rows``: the source rows of items the caller has just read, by (kind, id)."""
     if source not in SOURCES:
         raise ApplicationError(f"source: must be one of {', '.join(SOURCES)}", field="source")
     if not isinstance(channel, str) or not channel.strip():
@@ -230,7 +278,7 @@ def injection_log_append(
             items=delivered,
             generated_at=generated_at,
         )
-        receipt_sources_add(record, delivered)
+        receipt_sources_add(record, delivered, item_rows)
     return record
 
 

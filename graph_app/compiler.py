@@ -81,11 +81,12 @@ from graph_app.domain.tokenize import (
 from graph_app.index_selectors import (
     episode_rows_changed_since,
     fact_rows_changed_since,
+    graph_head_continues,
     graph_head_current,
     graph_head_reached,
 )
-from graph_app.selectors import facts_visible_at, graph_leaves, graph_revision_current
-from graph_app.snapshot import snapshot_forget, snapshot_read, snapshot_write
+from graph_app.selectors import facts_visible_at, graph_leaves
+from graph_app.snapshot import GraphHead, snapshot_forget, snapshot_read, snapshot_write
 from memoryproject.contracts import Caller, takes
 from memoryproject.domain.screening import instructions_find
 from memoryproject.errors import ConflictError
@@ -317,16 +318,23 @@ class _ProjectIndex:
         self.rows_unsaved = 0
         # The revision of the snapshot this index was loaded from (-1: built from the rows).
         self.restored = -1
+        # The graph's head when the index last caught up with it (None: not yet).
+        self.head: GraphHead | None = None
 
     def refresh(self, project: Project) -> int:
         """Brings the index up to the project's current revision; answers that revision. A new
         process starts from the project's snapshot when it still describes the graph."""
         if self.revision < 0:
             self._restore(project)
-        current = graph_revision_current(project=project)
-        if current < self.revision:
-            # The graph went back in time (a restored backup, a rolled-back test): start over.
+        head = graph_head_current(project=project)
+        current = head.revision
+        if self.head is not None and not graph_head_continues(
+            project=project, head=self.head, current=head
+        ):
+            # The graph went back in time (a restored backup, a rolled-back write), perhaps
+            # moving on since to the same revision with other rows: start over.
             self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
+        self.head = head
         if current == self.revision:
             return current
         since = max(self.revision, 0)
@@ -352,6 +360,7 @@ class _ProjectIndex:
         if isinstance(index, MemoryIndex) and isinstance(max_recorded, float):
             self.index, self.max_recorded = index, max_recorded
             self.revision = self.restored = snapshot.head.revision
+            self.head = snapshot.head
             _settle()
 
     def _save(self, project: Project) -> None:

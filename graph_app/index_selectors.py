@@ -12,6 +12,7 @@ still describes the project's graph (``graph_app.snapshot``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from django.db.models import QuerySet
@@ -20,6 +21,7 @@ from graph_app.models import Episode, GraphChange, GraphRevision, TemporalFact
 from graph_app.models.changes import GENESIS_HASH
 from graph_app.selectors import EPISODE_VALUE_FIELDS, FACT_VALUE_FIELDS
 from graph_app.snapshot import GraphHead
+from memoryproject import sql
 from memoryproject.models import Project
 
 #: A fact's columns for the index: its values, and the subject's name and source episode's
@@ -54,16 +56,38 @@ def episode_rows_changed_since(*, project: Project, revision: int) -> Iterator[d
     return _rows_changed_since(episodes, INDEX_EPISODE_FIELDS, revision)
 
 
-def graph_head_current(*, project: Project) -> GraphHead:
-    """Where the project's graph stands: revision, change log size and head hash (one row)."""
-    row = (
-        GraphRevision.objects.filter(project=project)
-        .values_list("revision", "changes", "head_hash")
-        .first()
+@cache
+def _head_sql() -> str:
+    return (
+        f"SELECT {sql.columns(GraphRevision, ('revision', 'changes', 'head_hash'))} "
+        f"FROM {sql.table(GraphRevision)} WHERE {sql.column(GraphRevision, 'project')} = %s"
     )
-    if row is None:
+
+
+def graph_head_current(*, project: Project) -> GraphHead:
+    """Where the project's graph stands: revision, change log size and head hash (one row,
+    read on every compile)."""
+    rows = sql.fetch(_head_sql(), [project.pk])
+    if not rows:
         return GraphHead(revision=0, changes=0, head_hash=GENESIS_HASH)
-    return GraphHead(revision=int(row[0]), changes=int(row[1]), head_hash=str(row[2]))
+    revision, changes, head_hash = rows[0]
+    return GraphHead(revision=int(revision), changes=int(changes), head_hash=str(head_hash))
+
+
+def graph_head_continues(*, project: Project, head: GraphHead, current: GraphHead) -> bool:
+    """Whether ``current`` (the project's head now) continues the history ``head`` described:
+    the same head, or a later one whose log still holds ``head``'s last change. False after
+    the graph went back (a restored backup, a rolled-back write) even if it moved on since."""
+    if current.revision < head.revision or current.changes < head.changes:
+        return False
+    if current.revision == head.revision or current.changes == head.changes:
+        return current.changes == head.changes and current.head_hash == head.head_hash
+    if head.changes == 0:
+        return True
+    hashes = GraphChange.objects.filter(project=project, seq=head.changes).values_list(
+        "hash", flat=True
+    )
+    return list(hashes) == [head.head_hash]
 
 
 def graph_head_reached(*, project: Project, head: GraphHead) -> bool:
@@ -71,11 +95,4 @@ def graph_head_reached(*, project: Project, head: GraphHead) -> bool:
     from it: the same revision with the same log head, or a later revision whose log holds
     ``head.head_hash`` at ``head.changes``. An empty log proves nothing: answers False."""
     current = graph_head_current(project=project)
-    if head.changes <= 0 or current.revision < head.revision or current.changes < head.changes:
-        return False
-    if current.revision == head.revision:
-        return current.changes == head.changes and current.head_hash == head.head_hash
-    hashes = GraphChange.objects.filter(project=project, seq=head.changes).values_list(
-        "hash", flat=True
-    )
-    return list(hashes) == [head.head_hash]
+    return head.changes > 0 and graph_head_continues(project=project, head=head, current=current)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.db.models import QuerySet
 
+from memoryproject import sql
 from memoryproject.errors import ApplicationError, NotFoundError
 from memoryproject.models import Project
 from sessions_app.contracts import TraceOut
@@ -58,24 +60,32 @@ def trace_get(*, trace_id: uuid.UUID | str, project_ids: list[int] | None) -> Tr
     return found[0]
 
 
+@cache
+def _recent_sql() -> str:
+    """The plan's read (every request): the newest traces of a project, through the
+    trace_project_recent index, in a statement built once."""
+    return (
+        f"{sql.select(Trace, ('pk', *_PLAN_COLUMNS))} "
+        f"WHERE {sql.column(Trace, 'project')} = %s "
+        f"ORDER BY {sql.column(Trace, 'created_at')} DESC, {sql.column(Trace, 'pk')} DESC "
+        "LIMIT %s"
+    )
+
+
 def traces_recent(*, project: Project, n: int) -> list[TraceView]:
     """The n most recent traces of a project, newest first (served by trace_project_recent)."""
-    rows = (
-        Trace.objects.filter(project=project)
-        .order_by("-created_at", "-id")
-        .values(*_PLAN_COLUMNS)[:n]
-    )
     views = []
-    for row in rows:
-        metadata = row["metadata"] if isinstance(row["metadata"], dict) else {}
+    for pk, *values in sql.rows(Trace, ("pk", *_PLAN_COLUMNS), _recent_sql(), [project.pk, n]):
+        row = dict(zip(_PLAN_COLUMNS, values, strict=True))
         views.append(
             TraceView(
                 trace_id=str(row["trace_id"]),
                 model=row["model"],
                 trust_score=row["trust_score"],
                 risk=row["risk"],
-                metadata=metadata,
+                metadata=row["metadata"] if isinstance(row["metadata"], dict) else {},
                 sha256=_trace_sha256(row, project.slug),
+                row_id=pk,
             )
         )
     return views

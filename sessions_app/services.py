@@ -242,6 +242,7 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
             source="plan",
             request=params.model_dump(mode="json"),
             items=[{"kind": "trace", "id": t.trace_id, "sha256": t.sha256} for t in traces],
+            item_rows={("trace", t.trace_id): t.row_id for t in traces if t.row_id is not None},
         )
         review = (
             _plan_review(project, params, record.pk, flagged_reason, score, context, traces)

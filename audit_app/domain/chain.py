@@ -28,6 +28,8 @@ from typing import Any
 
 import rfc8785
 
+from graph_app.domain.hashing import canonical_json
+
 GENESIS_HASH = "0" * 64
 EMPTY_TEXT_SHA256 = hashlib.sha256(b"").hexdigest()
 RECORD_FORMAT = 2
@@ -69,8 +71,7 @@ def record_hash(payload: Mapping[str, Any]) -> str:
     names = FIELDS_BY_FORMAT.get(payload.get("format", 1), tuple(payload))
     hashed = {name: payload[name] for name in names}
     hashed.update({name: payload[name] for name in OPTIONAL_HASHED_FIELDS if payload.get(name)})
-    canonical = rfc8785.dumps(hashed)
-    return hashlib.sha256(canonical).hexdigest()
+    return hashlib.sha256(canonical_json(hashed)).hexdigest()
 
 
 # --- checkpoints ------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ class TraceView:
     metadata: Mapping[str, Any]
     # The content hash the plan's receipt records for this trace.
     sha256: str = ""
+    # The stored row's key, when read from storage (the receipt's index links to it).
+    row_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Concurrent plan calls each get their own consecutive seq and a valid link in the chain (the
 head-row lock on PostgreSQL, the IMMEDIATE write lock on SQLite)."""
 
+import fcntl
+import os
 import threading
 
 import pytest
@@ -61,3 +63,37 @@ def test_concurrent_plans_append_an_unbroken_chain(committed):
         WORKERS * CALLS,
         None,
     )
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's writer lock file")
+@pytest.mark.django_db(transaction=True, available_apps=["audit_app", "sessions_app"])
+def test_a_plan_waits_its_turn_behind_another_process_writing_the_same_file(committed):
+    """Another process holding the writer lock (``<database>-writer``; a second open file is a
+    second holder to flock, as another process's would be) makes a plan wait for its turn,
+    rather than meet SQLite's busy lock, and it goes through as soon as the lock is released."""
+    path = f"{connection.settings_dict['NAME']}-writer"
+    other = os.open(path, os.O_RDWR | os.O_CREAT)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def plan() -> None:
+        try:
+            plan_context(project=committed, mode="dry_run", channel="test", client="turn")
+            done.set()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        thread = threading.Thread(target=plan)
+        thread.start()
+        assert not done.wait(0.5), "the plan wrote while another process held the writer lock"
+        assert InjectionRecord.objects.filter(project=committed).count() == 0
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    thread.join(10)
+    assert errors == [] and done.is_set()
+    assert InjectionRecord.objects.filter(project=committed).count() == 1

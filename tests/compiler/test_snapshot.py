@@ -153,6 +153,30 @@ def test_snapshot_of_a_history_the_database_no_longer_holds_is_ignored(snapshots
     assert _stats(graph)["restored"] == -1
 
 
+def test_live_index_of_a_history_the_database_no_longer_holds_is_rebuilt(graph):
+    """The same within one process: an index that saw writes later rolled back, then a
+    different write that brings the graph back to the same revision number. The index's
+    revision matches the graph's, its content does not: it must start over, not answer
+    what is no longer there (nor miss what is)."""
+    query = "where is payment_service deployed_to"
+    with pytest.raises(_Undone), transaction.atomic():
+        fact_upsert(
+            project=graph,
+            subject_id="payment_service",
+            predicate="deployed_to",
+            object_value="eu_west_cluster",
+        )
+        assert "eu_west_cluster" in context_compile(project=graph, query=query)["markdown"]
+        raise _Undone
+    fact_upsert(
+        project=graph, subject_id="payment_service", predicate="deployed_to", object_value="on_prem"
+    )
+
+    markdown = context_compile(project=graph, query=query, max_tokens=600)["markdown"]
+    assert "eu_west_cluster" not in markdown
+    assert "on_prem" in markdown
+
+
 @pytest.mark.parametrize(
     "damage",
     [

@@ -5,6 +5,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from audit_app.models import InjectionRecord, ReceiptSource
+from audit_app.receipt_sources import receipt_sources_add
 from memoryproject.dbconfig import database_config
 from sessions_app import services
 from tests.sessions_app.factories import TraceFactory
@@ -42,16 +44,32 @@ def test_plan_reads_and_scores_traces_before_taking_the_write_lock(default_proje
     assert any('INSERT INTO "audit_app_injectionrecord"' in sql for sql in inside)
 
 
+def test_plan_links_its_receipt_to_the_traces_it_read_without_reading_them_again(
+    default_project,
+):
+    traces = TraceFactory.create_batch(6, project=default_project)
+    statements = _plan_statements(default_project)
+    assert sum('FROM "sessions_app_trace"' in sql for sql in statements) == 1
+    record = InjectionRecord.objects.get()
+    linked = dict(ReceiptSource.objects.filter(record=record).values_list("item_id", "trace_id"))
+    by_id = {str(t.trace_id): t.pk for t in traces}
+    assert len(linked) == 5 and all(linked[item] == by_id[item] for item in linked)
+
+
 @sqlite_only
 def test_receipt_source_lookup_uses_the_unique_trace_index(default_project):
-    """The lookup of delivered traces reads their rows by (project, trace_id), not every trace
-    of the project along the recency index."""
+    """Where a receipt's sources are looked up (the caller did not just read them), the
+    delivered traces are read by (project, trace_id), not along the recency index."""
     TraceFactory.create_batch(30, project=default_project)
-    statements = _plan_statements(default_project)
+    services.plan_context(project=default_project, n=5)
+    record = InjectionRecord.objects.get()
+    with CaptureQueriesContext(connection) as captured:
+        receipt_sources_add(record, record.items)
     lookup = next(
-        sql
-        for sql in statements
-        if 'FROM "sessions_app_trace"' in sql and '"sessions_app_trace"."trace_id" IN' in sql
+        q["sql"]
+        for q in captured.captured_queries
+        if 'FROM "sessions_app_trace"' in q["sql"]
+        and '"sessions_app_trace"."trace_id" IN' in q["sql"]
     )
     with connection.cursor() as cursor:
         plan = " ".join(row[-1] for row in cursor.execute(f"EXPLAIN QUERY PLAN {lookup}"))
