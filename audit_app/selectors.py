@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from audit_app.models import (
 )
 from graph_app.models import TemporalFact
 from graph_app.selectors import valid_at
+from memoryproject import sql
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, to_utc
@@ -560,12 +562,28 @@ def findings_by_fingerprint(*, project: Project) -> dict[str, ContradictionFindi
     return {f.fingerprint: f for f in ContradictionFinding.objects.filter(project=project)}
 
 
+@cache
+def _open_findings_sql() -> str:
+    return (
+        f"{sql.select(ContradictionFinding, _OPEN_FINDING_FIELDS)} "
+        f"WHERE {sql.column(ContradictionFinding, 'project')} = %s "
+        f"AND {sql.column(ContradictionFinding, 'state')} = %s"
+    )
+
+
+_OPEN_FINDING_FIELDS = ("pk", "fact_ids")
+
+
 def open_findings_of_facts(*, project: Project) -> dict[str, int]:
-    """Fact id -> the id of an open contradiction finding that names it."""
+    """Fact id -> the id of an open contradiction finding that names it (read on every
+    compile, through the finding_project_state index)."""
     marks: dict[str, int] = {}
-    for finding_id, fact_ids in ContradictionFinding.objects.filter(
-        project=project, state=FindingState.OPEN
-    ).values_list("id", "fact_ids"):
+    for finding_id, fact_ids in sql.rows(
+        ContradictionFinding,
+        _OPEN_FINDING_FIELDS,
+        _open_findings_sql(),
+        [project.pk, FindingState.OPEN.value],
+    ):
         for fact_id in fact_ids:
             marks.setdefault(fact_id, finding_id)
     return marks
