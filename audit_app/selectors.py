@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Literal
 
 from django.conf import settings
@@ -65,6 +66,7 @@ from graph_app.selectors import (
     fact_view,
     instance_row,
 )
+from memoryproject import sql
 from memoryproject.contracts import takes
 from memoryproject.domain.screening import Screening, record_screen
 from memoryproject.errors import ConflictError, NotFoundError, validation_error
@@ -194,11 +196,29 @@ def graph_write(project: Project) -> Iterator[GraphWrite]:
 # --- entities ---------------------------------------------------------------------------------
 
 
+@cache
+def _entity_by_slug_sql(columns: str) -> str:
+    """An entity of a project by id (its unique (project, slug) index); ``columns``: what to
+    read ("1" to ask whether it exists)."""
+    return (
+        f"SELECT {columns} FROM {sql.table(Entity)} WHERE {sql.column(Entity, 'project')} = %s "
+        f"AND {sql.column(Entity, 'slug')} = %s"
+    )
+
+
+def _entity_exists(project: Project, slug: str) -> bool:
+    return bool(sql.fetch(_entity_by_slug_sql("1"), [project.pk, slug]))
+
+
 def _entity_ensure(write: GraphWrite, slug: str) -> Entity:
     project = write.project
-    entity = next(iter(Entity.objects.filter(project=project, slug=slug).order_by()[:1]), None)
+    fields = sql.field_names(Entity)
+    entity = sql.first(
+        Entity, fields, _entity_by_slug_sql(sql.columns(Entity, fields)), [project.pk, slug]
+    )
     if entity is None:
-        entity = Entity.objects.create(project=project, slug=slug, name=slug, created_at=write.now)
+        entity = Entity(project=project, slug=slug, name=slug, created_at=write.now)
+        sql.insert(entity)
         _entity_sealed(write, entity, ChangeAction.CREATED)
     return entity
 
@@ -280,19 +300,29 @@ def _fact_close(
     fact.superseded_by_id = superseded_by
     fact.revision = write.revision
     _fact_seal(fact)
-    TemporalFact.objects.filter(pk=fact.pk).update(
-        valid_until=fact.valid_until,
-        closed_at=fact.closed_at,
-        superseded_by_id=fact.superseded_by_id,
-        revision=fact.revision,
-        sha256=fact.sha256,
+    sql.execute(
+        _fact_close_sql(),
+        [*sql.values_of(fact, _CLOSED_FIELDS), fact.pk],
     )
     write.append(ChangeAction.CLOSED, RecordType.FACT, fact.id, fact.sha256)
 
 
+#: What closing a fact changes (in one UPDATE built once).
+_CLOSED_FIELDS = ("valid_until", "closed_at", "superseded_by", "revision", "sha256")
+
+
+@cache
+def _fact_close_sql() -> str:
+    assignments = ", ".join(f"{sql.column(TemporalFact, f)} = %s" for f in _CLOSED_FIELDS)
+    return (
+        f"UPDATE {sql.table(TemporalFact)} SET {assignments} "
+        f"WHERE {sql.column(TemporalFact, 'pk')} = %s"
+    )
+
+
 def _fact_insert_sealed(fact: TemporalFact, write: GraphWrite) -> None:
     _fact_seal(fact)
-    fact.save(force_insert=True)
+    sql.insert(fact)
     write.append(ChangeAction.ASSERTED, RecordType.FACT, fact.id, fact.sha256)
 
 
@@ -485,7 +515,7 @@ def _object_slug(project: Project, params: FactUpsertInput) -> str | None:
         return None
     if params.predicate in settings.MEMORY_RELATIONAL_PREDICATES:
         return value
-    return value if Entity.objects.filter(project=project, slug=value).exists() else None
+    return value if _entity_exists(project, value) else None
 
 
 def _chain_fact(fact: TemporalFact) -> ChainFact:

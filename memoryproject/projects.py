@@ -89,7 +89,8 @@ def _projects_of_key_sql() -> str:
     key_column = sql.quote(link.m2m_column_name())  # type: ignore[union-attr]
     project_column = sql.quote(link.m2m_reverse_name())  # type: ignore[union-attr]
     return (
-        f"SELECT p.* FROM {sql.table(Project)} p JOIN {sql.table(through)} k "
+        f"SELECT {', '.join('p.' + sql.column(Project, f) for f in sql.field_names(Project))} "
+        f"FROM {sql.table(Project)} p JOIN {sql.table(through)} k "
         f"ON k.{project_column} = p.{sql.column(Project, 'pk')} WHERE k.{key_column} = %s "
         f"ORDER BY p.{sql.column(Project, 'slug')}"
     )
@@ -98,7 +99,8 @@ def _projects_of_key_sql() -> str:
 def _allowed(identity: Identity) -> list[Project]:
     if isinstance(identity, LocalIdentity):
         return identity.allowed_projects()
-    return list(Project.objects.raw(_projects_of_key_sql(), [identity.pk]))
+    fields = sql.field_names(Project)
+    return sql.instances(Project, fields, _projects_of_key_sql(), [identity.pk])
 
 
 def project_resolve(

@@ -98,6 +98,22 @@ def rows(
     return answer
 
 
+def instances(
+    model: type[M],
+    fields: Sequence[str],
+    statement: str,
+    params: Sequence[Any] = (),
+    using: str = DEFAULT_DB_ALIAS,
+) -> list[M]:
+    """The rows ``statement`` answers as model instances (``Model.from_db``), its columns being
+    ``fields`` in the model's field order (the primary key among them; the others are left
+    deferred)."""
+    names = [_field(model, n).attname for n in fields]
+    return [
+        model.from_db(using, names, row) for row in rows(model, fields, statement, params, using)
+    ]
+
+
 def first(
     model: type[M],
     fields: Sequence[str],
@@ -105,14 +121,9 @@ def first(
     params: Sequence[Any] = (),
     using: str = DEFAULT_DB_ALIAS,
 ) -> M | None:
-    """The first row ``statement`` answers as a model instance (``Model.from_db``), its columns
-    being ``fields`` in the model's field order (the primary key among them; the others are
-    left deferred)."""
-    found = rows(model, fields, statement, params, using)
-    if not found:
-        return None
-    names = [model._meta.pk.attname if n == "pk" else _field(model, n).attname for n in fields]  # type: ignore[union-attr]
-    return model.from_db(using, names, found[0])
+    """The first of ``instances``, or None."""
+    found = instances(model, fields, statement, params, using)
+    return found[0] if found else None
 
 
 @cache
@@ -137,6 +148,18 @@ def _insert_sql(model: type[models.Model], rows: int, using: str) -> str:
 def value(model: type[models.Model], field: str, data: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
     """``data`` as the database stores ``model.field`` (the field's own conversion)."""
     return model._meta.get_field(field).get_db_prep_save(data, connections[using])  # type: ignore[union-attr]
+
+
+def values_of(
+    instance: models.Model, fields: Sequence[str], using: str = DEFAULT_DB_ALIAS
+) -> list[Any]:
+    """The instance's ``fields`` as the database stores them (foreign keys as their ids)."""
+    connection = connections[using]
+    out = []
+    for name in fields:
+        field = _field(type(instance), name)
+        out.append(field.get_db_prep_save(getattr(instance, field.attname), connection))
+    return out
 
 
 def _values(instance: models.Model, using: str) -> list[Any]:
