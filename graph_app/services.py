@@ -230,7 +230,12 @@ def _entity_sealed(write: GraphWrite, entity: Entity, action: ChangeAction) -> N
 def _entities_ensure(write: GraphWrite, slugs: Sequence[str]) -> list[Entity]:
     """The entities named, creating the missing ones, in two queries whatever their number."""
     project = write.project
-    found = {e.slug: e for e in Entity.objects.filter(project=project, slug__in=list(slugs))}
+    fields = sql.field_names(Entity)
+    statement = (
+        f"{sql.select(Entity, fields)} WHERE {sql.column(Entity, 'project')} = %s "
+        f"AND {sql.column(Entity, 'slug')} IN ({', '.join(['%s'] * len(slugs))})"
+    )
+    found = {e.slug: e for e in sql.instances(Entity, fields, statement, [project.pk, *slugs])}
     missing = [
         Entity(project=project, slug=slug, name=slug, created_at=write.now)
         for slug in slugs
@@ -721,17 +726,13 @@ def _episode_insert(write: GraphWrite, params: EpisodeRecordInput) -> Episode:
         **params.model_dump(include={*_EPISODE_CONTENT, "external_id"}),
     )
     _episode_seal(episode)
-    episode.save(force_insert=True)
+    sql.insert(episode)
     if params.files_touched:
-        EpisodeFile.objects.bulk_create(
-            [EpisodeFile(episode=episode, path=path) for path in params.files_touched]
-        )
+        sql.insert_many([EpisodeFile(episode=episode, path=path) for path in params.files_touched])
     if params.entities_mentioned:
         links = Episode.entities.through
         mentioned = _entities_ensure(write, params.entities_mentioned)
-        links.objects.bulk_create(
-            [links(episode_id=episode.id, entity_id=entity.pk) for entity in mentioned]
-        )
+        sql.insert_many([links(episode_id=episode.id, entity_id=entity.pk) for entity in mentioned])
     # Its file rows and entity links index files_touched and entities_mentioned, which the
     # hash covers: verification requires them to be exactly those.
     write.append(ChangeAction.RECORDED, RecordType.EPISODE, episode.id, episode.sha256)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.apps import apps
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.forms.models import model_to_dict
@@ -88,7 +89,7 @@ def test_an_officer_reads_everything_audited_and_changes_nothing_anywhere(office
         before = _snapshot(model)
         row = model._default_manager.order_by("pk").first()
         if row is not None:
-            pk = row.pk
+            pk = quote(row.pk)  # as the admin builds its URLs ('_' starts an escape)
             page = officer.get(f"{info}{pk}/change/")
             assert page.status_code == (200 if readable else 403), info
             assert 'name="_save"' not in page.content.decode(), info
@@ -96,7 +97,7 @@ def test_an_officer_reads_everything_audited_and_changes_nothing_anywhere(office
             assert officer.get(f"{info}{pk}/delete/").status_code == 403, info
             assert officer.post(f"{info}{pk}/delete/", {"post": "yes"}).status_code == 403, info
             officer.post(
-                info, {"action": "delete_selected", "_selected_action": [pk], "post": "yes"}
+                info, {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"}
             )
             checked += 1
         assert _snapshot(model) == before, info
