@@ -150,24 +150,22 @@ def value(model: type[models.Model], field: str, data: Any, using: str = DEFAULT
     return model._meta.get_field(field).get_db_prep_save(data, connections[using])  # type: ignore[union-attr]
 
 
+def _prepared(instance: models.Model, fields: Iterable[models.Field], using: str) -> list[Any]:
+    connection = connections[using]
+    return [
+        field.get_db_prep_save(getattr(instance, field.attname), connection) for field in fields
+    ]
+
+
 def values_of(
     instance: models.Model, fields: Sequence[str], using: str = DEFAULT_DB_ALIAS
 ) -> list[Any]:
     """The instance's ``fields`` as the database stores them (foreign keys as their ids)."""
-    connection = connections[using]
-    out = []
-    for name in fields:
-        field = _field(type(instance), name)
-        out.append(field.get_db_prep_save(getattr(instance, field.attname), connection))
-    return out
+    return _prepared(instance, [_field(type(instance), name) for name in fields], using)
 
 
 def _values(instance: models.Model, using: str) -> list[Any]:
-    connection = connections[using]
-    return [
-        field.get_db_prep_save(getattr(instance, field.attname), connection)
-        for field in _insert_fields(type(instance))
-    ]
+    return _prepared(instance, _insert_fields(type(instance)), using)
 
 
 def insert(instance: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
