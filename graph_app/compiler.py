@@ -295,6 +295,7 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
         + tuple(map(intern, occurrence_terms(occurred.year, occurred.month, occurred.day))),
         entities=tuple(intern(str(e)) for e in row["entities_mentioned"] or []),
         mentions=tuple(map(intern, sorted(identifiers(f"{row['title']} {row['content']}")))),
+        title_terms=_terms_of(row["title"]),
         salience=salience(row["category"]),
         stream=stream,
         position=position,

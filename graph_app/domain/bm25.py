@@ -70,11 +70,12 @@ class BM25Index:
         self._idf: dict[str, float] = {}
         self._avgdl = 0.0
         self._doc_len_array = np.zeros(0)
-        self._norm = np.zeros(0)
+        # Each document's length normalisation by ``b`` (the index's, or a query's own).
+        self._norms: dict[float, np.ndarray] = {}
         self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Per term: its documents' slots and the term's BM25 score in each, valid until the
         # document set changes (the IDF and the length normalisation move then).
-        self._contributions: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._contributions: dict[tuple[str, float], tuple[np.ndarray, np.ndarray]] = {}
 
     # -- maintenance ---------------------------------------------------------------------
 
@@ -146,9 +147,8 @@ class BM25Index:
         self._avgdl = self._total_len / n_docs if n_docs else 0.0
         self._doc_len_array = np.asarray(self._doc_len, dtype=np.float64)
         self._contributions = {}
-        # Each document's length normalisation, the same for every query until the set changes.
-        if n_docs:
-            self._norm = self.k1 * (1 - self.b + self.b * self._doc_len_array / self._avgdl)
+        # Length normalisations are the same for every query until the set changes.
+        self._norms = {}
         self._idf = okapi_idf(
             n_docs,
             {term: len(self._postings[term]) for term in sorted(self._postings)},
@@ -176,17 +176,32 @@ class BM25Index:
             self._posting_arrays[term] = cached
         return cached
 
+    def _norm(self, b: float | None) -> np.ndarray:
+        """k1 x (1 - b + b x length / average length) per slot, for the index's ``b`` or another
+        (a query profile's: how much a long document's extra words should count against it)."""
+        b = self.b if b is None else b
+        norm = self._norms.get(b)
+        if norm is None:
+            ratio = self._doc_len_array / self._avgdl if self._avgdl else self._doc_len_array
+            norm = self._norms[b] = self.k1 * (1 - b + b * ratio)
+        return norm
+
     def dense_scores(
-        self, query: Sequence[str], *, boost_identifiers: Iterable[str] = ()
+        self,
+        query: Sequence[str],
+        *,
+        boost_identifiers: Iterable[str] = (),
+        b: float | None = None,
     ) -> np.ndarray:
         """BM25Okapi scores of every slot for ``query`` (repeated terms count again, as in
-        rank-bm25), plus ``IDENTIFIER_BOOST`` x IDF for each whole identifier a document holds."""
+        rank-bm25), plus ``IDENTIFIER_BOOST`` x IDF for each whole identifier a document holds.
+        ``b``: the length normalisation, when not the index's."""
         self._refresh()
         scores = np.zeros(len(self._keys))
         if not self._slot_of:
             return scores
         for term in query:
-            contribution = self._contribution(term)
+            contribution = self._contribution(term, b)
             if contribution is not None:
                 scores[contribution[0]] += contribution[1]
         for identifier in set(boost_identifiers):
@@ -196,20 +211,22 @@ class BM25Index:
             scores[arrays[0]] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
         return scores
 
-    def _contribution(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        cached = self._contributions.get(term)
+    def _contribution(self, term: str, b: float | None) -> tuple[np.ndarray, np.ndarray] | None:
+        b = self.b if b is None else b
+        cached = self._contributions.get((term, b))
         if cached is None:
             arrays = self._posting_array(term)
             if arrays is None:
                 return None
             slots, tfs = arrays
-            norm = self._norm
+            norm = self._norm(b)
             score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[slots]))
-            cached = self._contributions[term] = (slots, score)
+            cached = self._contributions[(term, b)] = (slots, score)
         return cached
 
-    def term_scores(self, term: str, slots: np.ndarray) -> np.ndarray:
-        """BM25Okapi contribution of one query term to the documents at ``slots``."""
+    def term_scores(self, term: str, slots: np.ndarray, *, b: float | None = None) -> np.ndarray:
+        """BM25Okapi contribution of one query term to the documents at ``slots`` (``b`` as in
+        ``dense_scores``)."""
         self._refresh()
         arrays = self._posting_array(term)
         if arrays is None or not len(slots):
@@ -218,7 +235,7 @@ class BM25Index:
         where = np.minimum(np.searchsorted(sorted_slots, slots), len(sorted_slots) - 1)
         found = sorted_slots[where] == slots
         tfs = np.where(found, sorted_tfs[where], 0.0)
-        norm = self._norm[slots]
+        norm = self._norm(b)[slots]
         return self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
 
     def smooth_idf(self, term: str) -> float:

@@ -71,6 +71,8 @@ class MemoryDoc:
     # Identifiers the item names in its text (lower-cased): it is about those that are entities
     # of the graph even when its writer did not list them in ``entities``.
     mentions: tuple[str, ...] = ()
+    # The terms of the item's title (an episode's: in a conversation, its speaker).
+    title_terms: tuple[str, ...] = ()
     # A fact whose object value reads as an entity id without being linked to one (written
     # before that entity existed, the way agents write facts): an edge once the entity is known.
     object_ref: str | None = None
@@ -140,6 +142,13 @@ class RankParams:
     bonus_min: float = 0.1
     # "what changed since <date>": items before that day keep this share of their relevance.
     before_since: float = 0.3
+    # When the query names the title of some items (in a conversation: a speaker), the items
+    # with another title lose this share of their relevance: a question about a person is
+    # answered by what that person said, the other side's turns are context. 0: off.
+    title_prior: float = 0.0
+    # BM25's length normalisation (b): None, the index's (0.75, as rank-bm25). Lower lets the
+    # extra words of a longer item count less against it.
+    length_norm: float | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +179,7 @@ class MemoryIndex:
         self._refs: dict[str, dict[str, str]] = {}  # object_ref -> fact key -> subject node
         self._out_refs: dict[str, dict[str, str]] = {}  # subject node -> fact key -> object_ref
         self._streams: dict[str, dict[int, str]] = {}
+        self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
         self._arrays: dict[str, np.ndarray] = {
             "present": np.zeros(64, dtype=bool),
@@ -196,6 +206,7 @@ class MemoryIndex:
         self._link(doc)
         if doc.stream is not None and doc.position is not None:
             self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
+        self._titled.update(set(doc.title_terms))
         self._set_columns(slot, doc)
 
     def _link(self, doc: MemoryDoc) -> None:
@@ -232,6 +243,8 @@ class MemoryIndex:
             stream = self._streams.get(doc.stream, {})
             if stream.get(doc.position) == doc.key:
                 del stream[doc.position]
+        self._titled.subtract(set(doc.title_terms))
+        self._titled += Counter()  # drops the terms no title has any more
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
@@ -285,7 +298,7 @@ class MemoryIndex:
         if slot >= len(a["present"]):
             size = max(slot + 1, 2 * len(a["present"]))
             for name, column in a.items():
-                grown = np.full(size, column.dtype.type(_FILL[name]))
+                grown = np.full(size, _FILL[name], dtype=column.dtype)
                 grown[: len(column)] = column
                 a[name] = grown
         a["present"][slot] = True
@@ -365,6 +378,7 @@ class MemoryIndex:
         shown = visible.tobytes()
         self._activate(utility, shown, named, params)
         self._stream_neighbours(utility, shown, params)
+        self._prefer_titled(utility, terms, params)
         since = since_date(query) if params.before_since < 1 else None
         if since is not None:
             self._prefer_since(utility, since, params)
@@ -384,7 +398,9 @@ class MemoryIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(relevance, matched weight) per slot: BM25 with whole identifiers boosted, weighted
         by how much of the query each item covers."""
-        dense = self.bm25.dense_scores(terms, boost_identifiers=identifiers(query))
+        dense = self.bm25.dense_scores(
+            terms, boost_identifiers=identifiers(query), b=params.length_norm
+        )
         matched = self.bm25.matched_weight(terms)
         # Okapi BM25 gives a term found in half of the documents zero weight, which in a small
         # project is most terms: a match must still beat a miss, a rare match a common one.
@@ -413,7 +429,7 @@ class MemoryIndex:
         slots = np.asarray(pool, dtype=np.int64)
         extra = np.zeros(len(pool))
         for term, weight in expansion:
-            extra += weight * self.bm25.term_scores(term, slots)
+            extra += weight * self.bm25.term_scores(term, slots, b=params.length_norm)
         return {slot: scores[slot] + float(e) for slot, e in zip(pool, extra, strict=True)}
 
     def _named_entities(self, query: str) -> list[str]:
@@ -423,6 +439,23 @@ class MemoryIndex:
             if word not in found and self.is_entity(word):
                 found.append(word)
         return found
+
+    def _prefer_titled(
+        self, utility: dict[int, float], terms: list[str], params: RankParams
+    ) -> None:
+        """A query naming the title of some items (a speaker): items titled otherwise matter
+        less."""
+        if params.title_prior <= 0:
+            return
+        named = {t for t in terms if self._titled.get(t)}
+        if not named:
+            return
+        keep = 1.0 - params.title_prior
+        docs = self._slot_docs
+        for slot in utility:
+            doc = docs[slot]
+            if doc is not None and named.isdisjoint(doc.title_terms):
+                utility[slot] *= keep
 
     def _prefer_since(self, utility: dict[int, float], since: date, params: RankParams) -> None:
         """A query asking what changed since a day: items from before it matter less."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -244,6 +245,82 @@ def test_stream_neighbours_lend_relevance():
         )
     ranked = dict(index.rank("adopt dog", Visibility()).ranked)
     assert ranked["episode:0"] > ranked["episode:1"] > 0
+
+
+def _turn(key, speaker, text, position=0):
+    return MemoryDoc(
+        key=key,
+        kind="episode",
+        tokens=tuple(tokenize(f"{speaker} {text}")),
+        title_terms=tuple(tokenize(speaker)),
+        stream="chat",
+        position=position,
+    )
+
+
+def _chat_index():
+    index = MemoryIndex()
+    # Caroline's turn praises Melanie's pottery; Melanie's own turn says what she does.
+    index.upsert(_turn("episode:0", "Caroline", "Melanie, your pottery is lovely pottery!", 0))
+    index.upsert(_turn("episode:1", "Melanie", "I signed up for a class: pottery, on Tuesdays.", 7))
+    for i in range(2, 12):  # the rest of the conversation, away from those two turns
+        index.upsert(_turn(f"episode:{i}", ("Caroline", "Melanie")[i % 2], f"weather {i}", 20 + i))
+    return index
+
+
+def test_dialogue_profile_prefers_the_turns_of_the_speaker_the_question_names():
+    question = "What does Melanie do with pottery?"
+    # Without feedback terms and neighbours, so that only the speaker prior differs.
+    prior = replace(DIALOGUE.rank, prf_weight=0.0, stream_weight=0.0)
+    words_only = replace(prior, title_prior=0.0)
+    plain = dict(_chat_index().rank(question, Visibility(), words_only).ranked)
+    dialogue = dict(_chat_index().rank(question, Visibility(), prior).ranked)
+    # Caroline's turn says both words more often: by words alone it comes first.
+    assert plain["episode:0"] > plain["episode:1"]
+    # Asked about Melanie, what Melanie said comes first.
+    assert dialogue["episode:1"] > dialogue["episode:0"]
+
+
+def test_title_prior_needs_a_named_title_and_forgets_removed_titles():
+    index = _chat_index()
+    words_only = replace(DIALOGUE.rank, title_prior=0.0)
+
+    def same(query):
+        return (
+            index.rank(query, Visibility(), DIALOGUE.rank).ranked
+            == index.rank(query, Visibility(), words_only).ranked
+        )
+
+    assert same("pottery")  # no speaker named: nothing is lowered
+    assert not same("Caroline pottery")
+    # Once every turn titled Caroline is replaced, "caroline" names no title any more.
+    for i in range(0, 12, 2):
+        index.upsert(_turn(f"episode:{i}", "Someone", f"pottery notes {i}", i))
+    assert same("Caroline pottery")
+
+
+@pytest.mark.parametrize("b", [0.0, 0.5, 0.75, 1.0])
+def test_length_normalisation_of_a_query_equals_rank_bm25_with_that_b(b):
+    index = _index(CORPUS)
+    query = tokenize("order email database")
+    reference = BM25Okapi([tokenize(t) for t in CORPUS], b=b).get_scores(query)
+    dense = index.dense_scores(query, b=b)
+    assert [dense[index.slot(f"d{i}")] for i in range(len(CORPUS))] == pytest.approx(
+        list(reference)
+    )
+    # The index's own normalisation is untouched by a query that asked for another.
+    assert index.scores(query) == pytest.approx(_index(CORPUS).scores(query))
+
+
+def test_ties_are_broken_by_the_whole_key_past_the_first_columns():
+    # More documents than the index's first column size (64), all equally relevant: the ten
+    # kept are the first ten by key, whatever order they were stored in.
+    index = MemoryIndex()
+    keys = [f"episode:{i:03d}" for i in range(150)]
+    for key in reversed(keys):
+        index.upsert(MemoryDoc(key=key, kind="episode", tokens=tuple(tokenize("ledger entries"))))
+    ten = replace(CODE.rank, pool=10, candidates=10, stream_weight=0.0)
+    assert [k for k, _ in index.rank("ledger entries", Visibility(), ten).ranked] == keys[:10]
 
 
 # --- packing --------------------------------------------------------------------------------

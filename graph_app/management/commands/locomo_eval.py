@@ -139,25 +139,25 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
 
 # The dialogue profile's constants searched by --cross-validate (the shipped values are in it).
 GRID = {
-    "sharpness": (6.0, 10.0),
-    "full_share": (0.2, 0.35),
-    "preview_tokens": (12, 16),
+    "title_prior": (0.0, 0.5, 0.85),
+    "length_norm": (0.5, 0.75),
+    "full_share": (0.1, 0.2),
+    "preview_tokens": (6, 12),
     "stream_weight": (0.5, 0.8),
 }
+# The grid's constants that are ranking parameters (the others are the profile's own).
+RANK_CONSTANTS = ("title_prior", "length_norm", "stream_weight")
 
 
 def _variant(setting: tuple[Any, ...]) -> Profile:
     values = dict(zip(GRID, setting, strict=True))
-    rank = replace(DIALOGUE.rank, stream_weight=values.pop("stream_weight"))
+    rank = replace(DIALOGUE.rank, **{k: values.pop(k) for k in RANK_CONSTANTS})
     return replace(DIALOGUE, rank=rank, **values)
 
 
 def _shipped() -> tuple[Any, ...]:
-    return (
-        DIALOGUE.sharpness,
-        DIALOGUE.full_share,
-        DIALOGUE.preview_tokens,
-        DIALOGUE.rank.stream_weight,
+    return tuple(
+        getattr(DIALOGUE.rank if name in RANK_CONSTANTS else DIALOGUE, name) for name in GRID
     )
 
 
