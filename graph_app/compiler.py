@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -346,6 +348,14 @@ class _ProjectIndex:
         for row in fact_rows_changed_since(project=project, revision=since):
             self._put(_fact_doc(row))
             rows += 1
+        if since == 0 and rows:
+            # A build from the rows (no index, no usable snapshot): what a warm start avoids.
+            log.info(
+                "compiler index of project %s built from %d rows in process %d",
+                project.slug,
+                rows,
+                os.getpid(),
+            )
         self.revision = current
         self.rows_read += rows
         self.rows_unsaved += rows
@@ -363,6 +373,12 @@ class _ProjectIndex:
             self.revision = self.restored = snapshot.head.revision
             self.head = snapshot.head
             _settle()
+            log.info(
+                "compiler index of project %s loaded from its snapshot (revision %d) in process %d",
+                project.slug,
+                self.revision,
+                os.getpid(),
+            )
 
     def _save(self, project: Project) -> None:
         head = graph_head_current(project=project)
@@ -387,6 +403,8 @@ def _settle() -> None:
     and again would stall compiles (and, in forked workers, unshare copy-on-write pages)."""
     gc.freeze()
 
+
+log = logging.getLogger(__name__)
 
 _cache: dict[int, _ProjectIndex] = {}
 _cache_lock = threading.Lock()
@@ -418,6 +436,7 @@ def compiler_warm(*, projects: Iterable[Project] | None = None) -> dict[str, int
         entry = _project_index(project)
         with entry.lock:
             warmed[project.slug] = entry.refresh(project)
+    log.info("compiler indexes warmed in process %d: %s", os.getpid(), warmed)
     return warmed
 
 

@@ -12,3 +12,27 @@ graceful_timeout = 10
 # Clients keep their connection between requests; a short keep-alive would race a request sent
 # just as the server closes the idle connection.
 keepalive = 30
+
+# The application is loaded once, in the master. Before the master forks its workers it loads
+# (from its snapshot) or builds every project's compiler index, so each worker starts with them,
+# shared copy-on-write, instead of loading its own on its first compile: a worker started later
+# (after a crash) only reads the rows written since. GUNICORN_PRELOAD=0: each worker loads its
+# own, on first use.
+preload_app = os.environ.get("GUNICORN_PRELOAD", "1") != "0"
+
+
+def when_ready(server):  # type: ignore[no-untyped-def]
+    """Runs in the master once it listens, before the first worker is forked."""
+    if not preload_app:
+        return
+    from django.db import connections
+
+    from graph_app.compiler import compiler_warm
+
+    try:
+        compiler_warm()
+    except Exception:  # an unmigrated database, say: workers then load on first use
+        server.log.exception("compiler indexes not warmed; each worker loads its own")
+    finally:
+        # A forked worker must never share the master's database connection.
+        connections.close_all()
