@@ -94,7 +94,7 @@ from memoryproject.domain.screening import instructions_find
 from memoryproject.errors import ConflictError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
-from memoryproject.tokens import count_tokens
+from memoryproject.tokens import count_tokens, tokens_warm
 
 TITLE = "# Memory context"
 FACTS_SECTION = "Facts"
@@ -430,12 +430,14 @@ def compiler_warm(*, projects: Iterable[Project] | None = None) -> dict[str, int
     """Loads (from its snapshot) or builds the index of every project (or of ``projects``): in
     a server's master process before it forks its workers, which then share the indexes
     copy-on-write instead of each loading its own. Answers each index's revision by slug."""
-    count_tokens("")  # the tokenizer's tables load once, in the process that forks
+    tokens_warm()  # the tokenizer loads and runs once, in the process that forks
     warmed: dict[str, int] = {}
     for project in Project.objects.order_by("pk") if projects is None else projects:
         entry = _project_index(project)
         with entry.lock:
             warmed[project.slug] = entry.refresh(project)
+            entry.index.bm25.prepare()
+    _settle()
     log.info("compiler indexes warmed in process %d: %s", os.getpid(), warmed)
     return warmed
 

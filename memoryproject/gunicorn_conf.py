@@ -26,9 +26,11 @@ def when_ready(server):  # type: ignore[no-untyped-def]
     if not preload_app:
         return
     from django.db import connections
+    from django.urls import get_resolver
 
     from graph_app.compiler import compiler_warm
 
+    get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
     try:
         compiler_warm()
     except Exception:  # an unmigrated database, say: workers then load on first use

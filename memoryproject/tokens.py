@@ -31,3 +31,9 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return len(encoding().encode_ordinary(text))
+
+
+def tokens_warm() -> None:
+    """Loads the encoding and runs it once (its first encode costs far more than the rest): in a
+    server's master before it forks, so that no worker pays for it on a request."""
+    count_tokens("Memory context: warm the tokenizer.")

@@ -140,6 +140,11 @@ class BM25Index:
         self._doc_len[slot] = 0
         self._dirty = True
 
+    def prepare(self) -> None:
+        """Computes the statistics the next query needs (IDF, average length) now rather than
+        at that query: before a server forks its workers, so that they share them."""
+        self._refresh()
+
     def _refresh(self) -> None:
         if not self._dirty:
             return

@@ -181,3 +181,14 @@ def test_openapi_schema_is_valid_without_warnings(tmp_path):
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
     text = target.read_text()
     assert "ApiKeyBearer" in text and "scheme: bearer" in text
+
+
+def test_tokens_warm_loads_the_encoding_that_counting_nothing_does_not():
+    # A server's master warms the tokenizer before forking; counting "" would load nothing.
+    from memoryproject import tokens
+
+    tokens._encoding_locked.cache_clear()
+    assert tokens.count_tokens("") == 0
+    assert tokens._encoding_locked.cache_info().currsize == 0
+    tokens.tokens_warm()
+    assert tokens._encoding_locked.cache_info().currsize == 1
