@@ -243,8 +243,12 @@ class MemoryIndex:
             stream = self._streams.get(doc.stream, {})
             if stream.get(doc.position) == doc.key:
                 del stream[doc.position]
-        self._titled.subtract(set(doc.title_terms))
-        self._titled += Counter()  # drops the terms no title has any more
+        for term in set(doc.title_terms):
+            left = self._titled[term] - 1
+            if left > 0:
+                self._titled[term] = left
+            else:
+                del self._titled[term]  # no title has it any more
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
