@@ -96,6 +96,8 @@ from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.tokens import count_tokens, tokens_warm
 
+log = logging.getLogger(__name__)
+
 TITLE = "# Memory context"
 FACTS_SECTION = "Facts"
 # Candidates handed to the packer: enough lines to fill the budget several times over.
@@ -403,8 +405,6 @@ def _settle() -> None:
     and again would stall compiles (and, in forked workers, unshare copy-on-write pages)."""
     gc.freeze()
 
-
-log = logging.getLogger(__name__)
 
 _cache: dict[int, _ProjectIndex] = {}
 _cache_lock = threading.Lock()
