@@ -292,6 +292,7 @@ def test_title_prior_needs_a_named_title_and_forgets_removed_titles():
         )
 
     assert same("pottery")  # no speaker named: nothing is lowered
+    assert same("Caroline and Melanie pottery")  # every speaker named: none is preferred
     assert not same("Caroline pottery")
     # Once every turn titled Caroline is replaced, "caroline" names no title any more.
     for i in range(0, 12, 2):
