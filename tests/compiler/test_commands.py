@@ -69,6 +69,12 @@ def test_locomo_eval_computes_recall_on_one_conversation():
     # 0.852 before the dialogue profile preferred the named speaker's turns).
     assert overall["recall_all"] >= 0.86
     assert report["conversations"][0]["conversation"] == "conv-30"
+    # Recall per question category, the categories' questions adding up to all of them.
+    categories = report["categories"]
+    assert set(categories) <= {"1", "2", "3", "4"} and len(categories) >= 2
+    assert sum(c["questions"] for c in categories.values()) == overall["questions"]
+    hits = sum(c["recall_all"] * c["questions"] for c in categories.values())
+    assert hits == pytest.approx(overall["recall_all"] * overall["questions"])
     assert not Project.objects.filter(slug__startswith="locomo-eval-").exists()
 
 

@@ -78,7 +78,9 @@ def conversation_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
         evidence = {part.strip() for entry in qa.get("evidence", []) for part in entry.split(";")}
         evidence.discard("")
         if evidence:
-            questions.append({"question": qa["question"], "evidence": evidence})
+            questions.append(
+                {"question": qa["question"], "evidence": evidence, "category": qa["category"]}
+            )
     return questions
 
 
@@ -109,6 +111,8 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
     project, external, questions = _ingest(path, disable=disable)
     try:
         hits_all = hits_any = 0
+        # Per question category: [questions, questions with every evidence turn cited].
+        by_category: dict[int, list[int]] = {}
         timings: list[float] = []
         cited_counts: list[int] = []
         for qa in tqdm(questions, desc=f"{name} compile", disable=disable):
@@ -120,6 +124,9 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
             cited = {external.get(i["id"]) for i in result["items"] if i["kind"] == "episode"}
             cited_counts.append(len(cited))
             hits_all += qa["evidence"] <= cited
+            tally = by_category.setdefault(qa["category"], [0, 0])
+            tally[0] += 1
+            tally[1] += qa["evidence"] <= cited
             hits_any += bool(qa["evidence"] & cited)
     finally:
         _drop(project)
@@ -133,6 +140,7 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
         "compile_p50_ms": statistics.median(timings) if timings else 0.0,
         "mean_cited": statistics.fmean(cited_counts) if cited_counts else 0.0,
         "_hits": (hits_all, hits_any),
+        "_categories": by_category,
         "_timings": timings,
     }
 
@@ -254,10 +262,28 @@ class Command(BaseCommand):
                 statistics.fmean([r["mean_cited"] for r in results]) if results else 0.0
             ),
         }
+        tallies: dict[int, list[int]] = {}
+        for r in results:
+            for category, (count, hits) in r["_categories"].items():
+                tally = tallies.setdefault(category, [0, 0])
+                tally[0] += count
+                tally[1] += hits
+        # Recall (all) per question category, over every conversation.
+        categories = {
+            str(c): {"questions": n, "recall_all": hits / n}
+            for c, (n, hits) in sorted(tallies.items())
+        }
         rows = [{k: v for k, v in r.items() if not k.startswith("_")} for r in results]
         if options["json"]:
             self.stdout.write(
-                json.dumps({"budget": budget, "conversations": rows, "overall": overall})
+                json.dumps(
+                    {
+                        "budget": budget,
+                        "conversations": rows,
+                        "overall": overall,
+                        "categories": categories,
+                    }
+                )
             )
             return
         self.stdout.write(f"LoCoMo evidence recall at {budget} tokens (categories 1-4)")
@@ -269,3 +295,7 @@ class Command(BaseCommand):
                 f"{r['conversation']:<14}{r['questions']:>10}{r['recall_all']:>12.3f}"
                 f"{r['recall_any']:>12.3f}{r['mean_cited']:>8.1f}{r['compile_p50_ms']:>9.2f}"
             )
+        self.stdout.write("")
+        self.stdout.write(f"{'category':<14}{'questions':>10}{'recall_all':>12}")
+        for name, c in categories.items():
+            self.stdout.write(f"{name:<14}{c['questions']:>10}{c['recall_all']:>12.3f}")
