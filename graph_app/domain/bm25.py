@@ -163,6 +163,10 @@ class BM25Index:
 
     # -- scoring -------------------------------------------------------------------------
 
+    def document_frequency(self, term: str) -> int:
+        """How many documents hold ``term`` (0: the index does not know it)."""
+        return len(self._postings.get(term, ()))
+
     def idf(self, term: str) -> float:
         self._refresh()
         return self._idf.get(term, 0.0)

@@ -38,7 +38,14 @@ import numpy as np
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.activation import strongest as by_strength
 from graph_app.domain.bm25 import BM25Index
-from graph_app.domain.tokenize import identifiers, query_words, since_date, tokenize_query
+from graph_app.domain.tokenize import (
+    identifiers,
+    plain_words,
+    query_words,
+    since_date,
+    stem,
+    tokenize_query,
+)
 
 INF = math.inf
 _FILL = {
@@ -149,6 +156,12 @@ class RankParams:
     # BM25's length normalisation (b): None, the index's (0.75, as rank-bm25). Lower lets the
     # extra words of a longer item count less against it.
     length_norm: float | None = None
+    # A query word of at least this many letters that no item holds, whose stem extends a
+    # known one by at most ``derived_extra`` letters ("Himalayan" where items say "Himalaya",
+    # "entrepreneurial" where they say "entrepreneur"), is read as that known stem: another
+    # form of a word should not lose it. 0: off.
+    derived_min: int = 7
+    derived_extra: int = 3
 
 
 @dataclass(frozen=True)
@@ -363,6 +376,7 @@ class MemoryIndex:
         ]
         if not self.docs or not terms:
             return Ranking(ranked=[], suppressed_stale=0)
+        terms = self._derived(query, terms, params)
         visible, stale = self.masks(visibility)
         relevance, matched = self._lexical(query, terms, params)
         suppressed = int(np.count_nonzero((matched > 0) & stale))
@@ -418,6 +432,24 @@ class MemoryIndex:
                 covered[hit] = relevance[hit] * (matched[hit] / total) ** params.coordination
                 relevance = covered
         return relevance, matched
+
+    def _derived(self, query: str, terms: list[str], params: RankParams) -> list[str]:
+        """``terms`` with the stem of each unknown word of the query that extends a known stem
+        replaced by the longest such stem (at least five letters)."""
+        if params.derived_min <= 0:
+            return terms
+        known = self.bm25.document_frequency
+        found: dict[str, str] = {}
+        for word in plain_words(query):
+            term = stem(word)
+            if len(word) < params.derived_min or term in found or known(term):
+                continue
+            shortest = max(5, len(term) - params.derived_extra)
+            for size in range(len(term) - 1, shortest - 1, -1):
+                if term[:size] not in params.drop and known(term[:size]):
+                    found[term] = term[:size]
+                    break
+        return [found.get(t, t) for t in terms] if found else terms
 
     def _with_feedback(
         self, pool: list[int], terms: list[str], relevance: np.ndarray, params: RankParams

@@ -356,6 +356,16 @@ def occurrence_terms(year: int, month: int, day: int) -> list[str]:
     return [f"{year:04d}-{month:02d}-{day:02d}", f"{year:04d}-{month:02d}"]
 
 
+def plain_words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` made of letters only (no identifiers, no numbers)."""
+    return [w.lower() for w in _PLAIN_WORD_RE.findall(text)]
+
+
+# A word of letters that is not part of an identifier, a path or a number (a full stop after
+# it may end a sentence).
+_PLAIN_WORD_RE = re.compile(r"(?<![A-Za-z0-9_./\-])[A-Za-z]+(?![A-Za-z0-9_/\-]|\.[A-Za-z0-9_])")
+
+
 def query_words(text: str) -> list[str]:
     """The whole words and identifiers of ``text``, lower-cased, unstemmed, in order: what a
     query may name an entity by."""

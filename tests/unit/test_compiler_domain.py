@@ -585,3 +585,31 @@ def test_since_date_reads_the_day_a_query_looks_from():
     assert since_date("deploys after 1 March 2026") == date(2026, 3, 1)
     assert since_date("anything new since April 2026") == date(2026, 4, 1)
     assert since_date("what changed on 2026-03-01") is None
+
+
+def _notes_index(texts):
+    index = MemoryIndex()
+    for i, text in enumerate(texts):
+        index.upsert(MemoryDoc(key=f"episode:{i}", kind="episode", tokens=tuple(tokenize(text))))
+    return index
+
+
+@pytest.mark.parametrize("profile", [CODE, DIALOGUE], ids=lambda p: p.name)
+def test_a_derived_form_of_a_known_word_finds_it(profile):
+    index = _notes_index(
+        ["we trekked across the Himalaya in May", "the entrepreneur pitched twice", "lunch"]
+    )
+    assert index.rank("Himalayan trip", Visibility(), profile.rank).ranked[0][0] == "episode:0"
+    found = index.rank("entrepreneurial plans", Visibility(), profile.rank).ranked
+    assert found[0][0] == "episode:1"
+    # Off, the unknown words match nothing.
+    off = replace(profile.rank, derived_min=0)
+    assert index.rank("Himalayan trip", Visibility(), off).ranked == []
+
+
+def test_a_known_word_and_a_short_stem_are_never_read_as_another():
+    index = _notes_index(["the musicians rehearsed", "music all night", "a cat slept"])
+    # "musicians" is known: it finds the musicians, not every mention of music.
+    assert [k for k, _ in index.rank("musicians", Visibility()).ranked] == ["episode:0"]
+    # "catalogue" does not become "cat": a stem shorter than five letters is too loose.
+    assert index.rank("catalogue", Visibility()).ranked == []
