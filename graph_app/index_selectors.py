@@ -12,16 +12,13 @@ still describes the project's graph (``graph_app.snapshot``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cache
 from typing import Any
 
 from django.db.models import QuerySet
 
-from graph_app.models import Episode, GraphChange, GraphRevision, TemporalFact
-from graph_app.models.changes import GENESIS_HASH
-from graph_app.selectors import EPISODE_VALUE_FIELDS, FACT_VALUE_FIELDS
+from graph_app.models import Episode, GraphChange, TemporalFact
+from graph_app.selectors import EPISODE_VALUE_FIELDS, FACT_VALUE_FIELDS, graph_head_row
 from graph_app.snapshot import GraphHead
-from memoryproject import sql
 from memoryproject.models import Project
 
 #: A fact's columns for the index: its values, and the subject's name and source episode's
@@ -56,22 +53,11 @@ def episode_rows_changed_since(*, project: Project, revision: int) -> Iterator[d
     return _rows_changed_since(episodes, INDEX_EPISODE_FIELDS, revision)
 
 
-@cache
-def _head_sql() -> str:
-    return (
-        f"SELECT {sql.columns(GraphRevision, ('revision', 'changes', 'head_hash'))} "
-        f"FROM {sql.table(GraphRevision)} WHERE {sql.column(GraphRevision, 'project')} = %s"
-    )
-
-
 def graph_head_current(*, project: Project) -> GraphHead:
     """Where the project's graph stands: revision, change log size and head hash (one row,
     read on every compile)."""
-    rows = sql.fetch(_head_sql(), [project.pk])
-    if not rows:
-        return GraphHead(revision=0, changes=0, head_hash=GENESIS_HASH)
-    revision, changes, head_hash = rows[0]
-    return GraphHead(revision=int(revision), changes=int(changes), head_hash=str(head_hash))
+    revision, changes, head_hash = graph_head_row(project)
+    return GraphHead(revision=revision, changes=changes, head_hash=head_hash)
 
 
 def graph_head_continues(*, project: Project, head: GraphHead, current: GraphHead) -> bool:

@@ -13,10 +13,11 @@ import math
 import operator
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
@@ -49,7 +50,7 @@ from graph_app.contracts.graph import (
     TimeTravelInput,
     TimeTravelResult,
 )
-from graph_app.domain.egograph import Edge, ego_graph
+from graph_app.domain.egograph import Edge, EdgeArrays, EgoWalk, ego_graph
 from graph_app.domain.hashing import (
     canonical_json,
     leaf_hash,
@@ -89,6 +90,7 @@ from graph_app.models import (
     GraphRevision,
     TemporalFact,
 )
+from memoryproject import sql
 from memoryproject.contracts import takes
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
@@ -360,24 +362,32 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
 
     History is always answered; ``include_superseded`` also lists those facts among ``facts``.
     """
-    entity = Entity.objects.filter(project=project, slug=params.entity_id).first()
+    entity = entity_by_slug(project, params.entity_id)
     if entity is None:
         raise NotFoundError(f"entity_id: no entity '{params.entity_id}'", field="entity_id")
     now = utcnow()
     rows = _entity_fact_rows(entity)
-    own = [_fact_out(row, project.slug, now) for row in rows]
+    status = [_row_status(row, now) for row in rows]
     sources = {r["source_episode_id"] for r in rows if r["subject__slug"] == entity.slug}
-    nodes, edges, kinds = _ego_in_memory(project, entity, params.max_hops, now)
-    lists: dict[str, list[Any]] = {
-        "facts": own if params.include_superseded else [f for f in own if f.status == "active"],
-        "history": [f for f in own if f.status in ("superseded", "retracted")],
-        "scheduled": [f for f in own if f.status == "scheduled"],
-        "episodes": _entity_episodes(entity, sources - {None}),
-        "nodes": nodes,
-        "edges": edges,
+    walk, kinds = _ego_in_memory(project, entity, params.max_hops, now)
+    # Each list as the positions of its rows: only the page's rows become outputs.
+    lists: dict[str, list[int]] = {
+        "facts": [
+            i for i, state in enumerate(status) if params.include_superseded or state == "active"
+        ],
+        "history": [i for i, state in enumerate(status) if state in ("superseded", "retracted")],
+        "scheduled": [i for i, state in enumerate(status) if state == "scheduled"],
     }
     start, end = params.offset, params.offset + params.limit
-    pages = {name: items[start:end] for name, items in lists.items()}
+    pages: dict[str, list[Any]] = {
+        name: [_fact_out(rows[i], project.slug, now, status[i]) for i in items[start:end]]
+        for name, items in lists.items()
+    }
+    totals = {name: len(items) for name, items in lists.items()}
+    totals["episodes"], pages["episodes"] = _entity_episodes(
+        project, entity, sources - {None}, start, end
+    )
+    totals.update(nodes=len(walk.nodes), edges=len(walk.edges))
     return EntityQueryResult(
         entity=entity_view(entity),
         facts=pages["facts"],
@@ -387,45 +397,94 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
         ego_graph=EgoGraph(
             max_hops=params.max_hops,
             nodes=[
-                EgoNode(id=node, kind=kinds.get(node, ""), hops=n) for node, n in pages["nodes"]
+                EgoNode(
+                    id=node,
+                    kind=entity.kind if node == entity.slug else kinds.get(node, ""),
+                    hops=n,
+                )
+                for node, n in walk.node_page(start, end)
             ],
             edges=[
                 EgoEdge(fact_id=e.fact_id, source=e.source, predicate=e.predicate, target=e.target)
-                for e in pages["edges"]
+                for e in walk.edge_page(start, end)
             ],
         ),
-        totals={name: len(items) for name, items in lists.items()},
-        next_offset=end if any(len(items) > end for items in lists.values()) else None,
+        totals=totals,
+        next_offset=end if any(total > end for total in totals.values()) else None,
     )
 
 
-def _fact_out(row: Mapping[str, Any], project_slug: str, now: datetime) -> FactOut:
-    """A fact read raw (FACT_VALUE_FIELDS and its revision) as its output at ``now``."""
+def _row_status(row: Mapping[str, Any], now: datetime) -> str:
+    """The status at ``now`` of a fact read raw."""
+    return fact_status(
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
+        superseded=row["superseded_by_id"] is not None,
+        at=now,
+    )
+
+
+def _fact_out(
+    row: Mapping[str, Any], project_slug: str, now: datetime, status: str | None = None
+) -> FactOut:
+    """A fact read raw (FACT_VALUE_FIELDS and its revision) as its output at ``now``
+    (``status``: its status then, when already known)."""
     return FactOut(
         **_fact_fields(row),
         project=project_slug,
-        status=fact_status(
-            valid_from=row["valid_from"],
-            valid_until=row["valid_until"],
-            superseded=row["superseded_by_id"] is not None,
-            at=now,
-        ),
+        status=_row_status(row, now) if status is None else status,
         sha256=row["sha256"],
         revision=row["revision"],
     )
 
 
+@cache
+def entity_by_slug_sql(columns: str) -> str:
+    """An entity of a project by id (its unique (project, slug) index); ``columns``: what to
+    read ("1" to ask whether it exists)."""
+    return (
+        f"SELECT {columns} FROM {sql.table(Entity)} WHERE {sql.column(Entity, 'project')} = %s "
+        f"AND {sql.column(Entity, 'slug')} = %s"
+    )
+
+
+def entity_by_slug(project: Project, slug: str) -> Entity | None:
+    """The project's entity ``slug``, or None (one statement, not built by the ORM per call)."""
+    fields = sql.field_names(Entity)
+    return sql.first(
+        Entity, fields, entity_by_slug_sql(sql.columns(Entity, fields)), [project.pk, slug]
+    )
+
+
+@cache
+def _head_sql() -> str:
+    return (
+        f"SELECT {sql.columns(GraphRevision, ('revision', 'changes', 'head_hash'))} "
+        f"FROM {sql.table(GraphRevision)} WHERE {sql.column(GraphRevision, 'project')} = %s"
+    )
+
+
+def graph_head_row(project: Project) -> tuple[int, int, str]:
+    """Where the project's graph stands: (revision, change log size, head hash); (0, 0, the
+    genesis hash) before its first write. One row, read on every compile and entity query."""
+    rows = sql.fetch(_head_sql(), [project.pk])
+    if not rows:
+        return 0, 0, GENESIS_HASH
+    revision, changes, head_hash = rows[0]
+    return int(revision), int(changes), str(head_hash)
+
+
 def _entity_fact_rows(entity: Entity) -> list[dict[str, Any]]:
     """The facts with the entity as subject or object, by subject, predicate and time, read
     raw (a row per fact, no model instances)."""
-    # Entities belong to one project, so the entity's row id alone selects its facts; leaving
-    # the project out lets each lookup use its foreign-key index (one per direction).
-    as_subject = TemporalFact.objects.filter(subject=entity).order_by()
-    as_object = TemporalFact.objects.filter(object_entity=entity).exclude(subject=entity)
     columns = (*FACT_VALUE_FIELDS, "revision")
     rows = [
-        *_rows_read(as_subject, columns, FACT_TIMES),
-        *_rows_read(as_object.order_by(), columns, FACT_TIMES),
+        *_rows_run(
+            _entity_facts_sql("subject", connection.vendor), [entity.pk], columns, FACT_TIMES
+        ),
+        *_rows_run(
+            _entity_facts_sql("object", connection.vendor), [entity.pk] * 2, columns, FACT_TIMES
+        ),
     ]
     return sorted(
         rows,
@@ -439,42 +498,88 @@ def _entity_fact_rows(entity: Entity) -> list[dict[str, Any]]:
     )
 
 
-def _entity_episodes(entity: Entity, sources: set[str]) -> list[Episode]:
-    """Episodes that mention the entity or are the source of its facts (``sources``: the
-    source episodes of the facts it is the subject of), latest first."""
+_SOME_PK = -7_654_321  # stands for an entity's row id while a statement is made
+
+
+@cache
+def _entity_facts_sql(direction: Literal["subject", "object"], vendor: str) -> str:
+    """The statement reading an entity's facts as subject, or as object but not subject (its
+    row id as every parameter): made by the ORM once per process, not once per query."""
+    # Entities belong to one project, so the entity's row id alone selects its facts; leaving
+    # the project out lets each lookup use its foreign-key index (one per direction).
+    if direction == "subject":
+        rows = TemporalFact.objects.filter(subject_id=_SOME_PK)
+    else:
+        rows = TemporalFact.objects.filter(object_entity_id=_SOME_PK).exclude(subject_id=_SOME_PK)
+    query = rows.order_by().values_list(*FACT_VALUE_FIELDS, "revision").query
+    sql, params = query.sql_with_params()
+    assert all(p == _SOME_PK for p in params) and vendor == connection.vendor
+    return _times_as_text(sql, TemporalFact, FACT_TIMES)
+
+
+def _entity_episodes(
+    project: Project, entity: Entity, sources: set[str], start: int, end: int
+) -> tuple[int, list[Episode]]:
+    """How many episodes mention the entity or are the source of its facts (``sources``: the
+    source episodes of the facts it is the subject of), and those from ``start`` to ``end``,
+    latest first: only the page's rows are read whole."""
     episode_ids = set(sources)
-    episode_ids.update(
-        Episode.entities.through.objects.filter(entity_id=entity.pk).values_list(
-            "episode_id", flat=True
-        )
+    episode_ids.update(i for (i,) in sql.fetch(_mentions_sql(), [entity.pk]))
+    ids = sorted(episode_ids)
+    dated: list[tuple[Any, ...]] = []
+    for at in range(0, len(ids), _CHUNK):
+        chunk = ids[at : at + _CHUNK]
+        statement = f"{_episode_times_sql()} IN ({', '.join(['%s'] * len(chunk))})"
+        dated += sql.rows(Episode, ("id", "occurred_at"), statement, chunk)
+    dated.sort(key=lambda row: (-row[1].timestamp(), row[0]))
+    wanted = [row[0] for row in dated[start:end]]
+    if not wanted:
+        return len(dated), []
+    fields = sql.field_names(Episode)
+    statement = (
+        f"{sql.select(Episode, fields)} WHERE {sql.column(Episode, 'id')} "
+        f"IN ({', '.join(['%s'] * len(wanted))})"
     )
-    return sorted(
-        Episode.objects.filter(id__in=episode_ids).select_related("project").order_by(),
-        key=lambda e: (-e.occurred_at.timestamp(), e.id),
+    by_id = {e.id: e for e in sql.instances(Episode, fields, statement, wanted)}
+    page = [by_id[i] for i in wanted]
+    for episode in page:
+        episode.project = project  # the entity's: its episodes are the project's
+    return len(dated), page
+
+
+@cache
+def _mentions_sql() -> str:
+    """The episodes that link an entity (by its row id)."""
+    through = Episode.entities.through
+    return (
+        f"SELECT {sql.column(through, 'episode')} FROM {sql.table(through)} "
+        f"WHERE {sql.column(through, 'entity')} = %s"
     )
+
+
+@cache
+def _episode_times_sql() -> str:
+    """Episodes' ids and times, by id (the caller adds the list of ids)."""
+    return f"{sql.select(Episode, ('id', 'occurred_at'))} WHERE {sql.column(Episode, 'id')}"
 
 
 def _ego_in_memory(
     project: Project, entity: Entity, max_hops: int, now: datetime
-) -> tuple[list[tuple[str, int]], list[Edge], dict[str, str]]:
+) -> tuple[EgoWalk, dict[str, str]]:
     """The entity's ego graph over the edges valid ``now`` (as ``_ego_graph`` answers it),
-    walked over the project's edges kept in memory: its nodes with their hops (by hops, then
-    id), its edges and each node's kind."""
+    walked over the project's edges kept in memory as numpy columns (made again after the
+    edges changed), and each entity's kind by id."""
     graph = _edge_graph(project)
-    adjacency, by_slug, kinds = graph.edges, graph.by_slug, graph.kinds
-    at = now.timestamp()
-    center = entity.pk
-
-    def edges_touching(nodes: set[str]) -> Iterator[Edge]:
-        for node in nodes:
-            key = center if node == entity.slug else by_slug.get(node, -1)
-            for since, until, edge in adjacency.get(key, {}).values():
-                if since <= at < until:
-                    yield edge  # ego_graph keeps each fact once
-
-    ego = ego_graph(entity.slug, max_hops, edges_touching)
-    nodes = sorted(ego.distances.items(), key=lambda kv: (kv[1], kv[0]))
-    return nodes, ego.edges, {**kinds, entity.slug: entity.kind}
+    with graph.lock:
+        if graph.arrays is None:
+            items = {
+                edge.fact_id: (since, until, edge)
+                for by_fact in graph.edges.values()
+                for since, until, edge in by_fact.values()
+            }
+            graph.arrays = EdgeArrays(graph.by_slug, items.values())
+        arrays, kinds = graph.arrays, graph.kinds
+    return arrays.walk(entity.slug, max_hops, now.timestamp()), kinds
 
 
 _EDGE_COLUMNS = (
@@ -678,10 +783,8 @@ class _Kept:
     def behind(self, project: Project) -> tuple[int, int, tuple[int, str]] | None:
         """None when up to date; else (the revision after which rows changed, -1 for all of
         them; the revision now; the head now). Called under ``lock``."""
-        stored = GraphRevision.objects.filter(project=project)
-        values = stored.values_list("revision", "changes", "head_hash").first()
-        revision, size, head = values or (0, 0, GENESIS_HASH)
-        now = (int(size), str(head))
+        revision, size, head = graph_head_row(project)
+        now = (size, head)
         if revision == self.revision and now == self.head:
             return None
         seq, seen = self.head
@@ -716,6 +819,8 @@ class _EdgeGraph(_Kept):
     edges: dict[int, dict[str, _Item]] = field(default_factory=dict)
     by_slug: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
+    # The edges as columns for walking, made from ``edges`` when first needed after a change.
+    arrays: EdgeArrays | None = None
 
 
 #: Projects whose timeline and edges a process keeps (the least recently read is dropped).
@@ -795,6 +900,7 @@ def _edge_graph(project: Project) -> _EdgeGraph:
             item = (_ts(row["valid_from"], -math.inf), _ts(row["valid_until"], math.inf), edge)
             graph.edges.setdefault(source, {})[edge.fact_id] = item
             graph.edges.setdefault(target, {})[edge.fact_id] = item
+        graph.arrays = None
         graph.revision, graph.head = revision, head
         return graph
 
@@ -1018,8 +1124,15 @@ def _rows_read(
     per-row conversions would cost more than hashing them. Only for columns the driver reads
     as their Python values (not JSON)."""
     sql, params = rows.values_list(*columns).query.sql_with_params()
+    return _rows_run(_times_as_text(sql, rows.model, times), params, columns, times)
+
+
+def _rows_run(
+    sql: str, params: Sequence[Any], columns: tuple[str, ...], times: tuple[str, ...]
+) -> Iterator[dict[str, Any]]:
+    """The rows of ``sql`` as ``_rows_read`` answers them."""
     with connection.chunked_cursor() as cursor:
-        cursor.execute(_times_as_text(sql, rows.model, times), params)
+        cursor.execute(sql, params)
         while chunk := cursor.fetchmany(_CHUNK):
             for values in chunk:
                 row = dict(zip(columns, values, strict=True))

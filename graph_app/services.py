@@ -58,6 +58,8 @@ from graph_app.selectors import (
     EPISODE_VALUE_FIELDS,
     FACT_RELATED,
     FACT_VALUE_FIELDS,
+    entity_by_slug,
+    entity_by_slug_sql,
     entity_sha256,
     entity_view,
     episode_canonical_of,
@@ -196,26 +198,13 @@ def graph_write(project: Project) -> Iterator[GraphWrite]:
 # --- entities ---------------------------------------------------------------------------------
 
 
-@cache
-def _entity_by_slug_sql(columns: str) -> str:
-    """An entity of a project by id (its unique (project, slug) index); ``columns``: what to
-    read ("1" to ask whether it exists)."""
-    return (
-        f"SELECT {columns} FROM {sql.table(Entity)} WHERE {sql.column(Entity, 'project')} = %s "
-        f"AND {sql.column(Entity, 'slug')} = %s"
-    )
-
-
 def _entity_exists(project: Project, slug: str) -> bool:
-    return bool(sql.fetch(_entity_by_slug_sql("1"), [project.pk, slug]))
+    return bool(sql.fetch(entity_by_slug_sql("1"), [project.pk, slug]))
 
 
 def _entity_ensure(write: GraphWrite, slug: str) -> Entity:
     project = write.project
-    fields = sql.field_names(Entity)
-    entity = sql.first(
-        Entity, fields, _entity_by_slug_sql(sql.columns(Entity, fields)), [project.pk, slug]
-    )
+    entity = entity_by_slug(project, slug)
     if entity is None:
         entity = Entity(project=project, slug=slug, name=slug, created_at=write.now)
         sql.insert(entity)

@@ -4,7 +4,10 @@ import ast
 from datetime import UTC, datetime
 from pathlib import Path
 
-from graph_app.domain.egograph import Edge, ego_graph
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graph_app.domain.egograph import Edge, EdgeArrays, ego_graph
 from graph_app.domain.records import fact_as_known_at, fact_canonical
 from graph_app.domain.supersession import ChainFact, place_fact
 
@@ -99,6 +102,43 @@ def test_ego_graph_walks_both_directions_up_to_radius():
     assert two.distances == {"payment_ledger": 0, "order_repository": 1, "checkout": 2}
     assert {e.fact_id for e in two.edges} == {"e1", "e2"}
     assert ego_graph("payment_ledger", 0, touching).distances == {"payment_ledger": 0}
+
+
+_NODES = [f"n{i}" for i in range(8)]
+_TIMED_EDGE = st.tuples(
+    st.sampled_from(_NODES),
+    st.sampled_from(_NODES),
+    st.sampled_from([0.0, 10.0, float("-inf")]),  # valid from
+    st.sampled_from([5.0, 20.0, float("inf")]),  # valid until
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_TIMED_EDGE, max_size=24),
+    st.sampled_from([*_NODES, "lonely"]),
+    st.integers(min_value=0, max_value=3),
+    st.sampled_from([-1.0, 3.0, 12.0, 30.0]),
+)
+def test_edge_arrays_walk_the_same_ego_graph_as_the_breadth_first_walk(edges, center, hops, at):
+    items = [
+        (since, until, Edge(f"f{i:02d}", a, "calls", b))
+        for i, (a, b, since, until) in enumerate(edges)
+    ]
+
+    def touching(nodes):
+        return [
+            e for since, until, e in items if since <= at < until and {e.source, e.target} & nodes
+        ]
+
+    expected = ego_graph(center, hops, touching)
+    walk = EdgeArrays(_NODES, items).walk(center, hops, at)
+    nodes = sorted(expected.distances.items(), key=lambda kv: (kv[1], kv[0]))
+    assert walk.node_page(0, 100) == nodes
+    assert walk.edge_page(0, 100) == expected.edges
+    # Pages are slices of the same order.
+    assert walk.node_page(1, 3) == nodes[1:3]
+    assert walk.edge_page(2, 5) == expected.edges[2:5]
 
 
 def test_graph_domain_modules_are_pure_python():
