@@ -103,11 +103,16 @@ def receipt_sources_add(
     index = []
     for item in items:
         kind, item_id = item["kind"], item["id"]
-        row = ReceiptSource(record=record, kind=kind, item_id=item_id, sha256=item["sha256"])
+        links = dict.fromkeys(_LINKS)
         if kind in found:
-            setattr(row, f"{kind}_id", rows.get((kind, item_id), found[kind].get(item_id)))
-        index.append(row)
-    sql.insert_many(index)
+            links[kind] = rows.get((kind, item_id), found[kind].get(item_id))
+        index.append((record.pk, kind, item_id, item["sha256"], *links.values()))
+    sql.insert_rows(ReceiptSource, _COLUMNS, index)
+
+
+#: The source a receipt's item links to, one column per kind, and the columns of an index row.
+_LINKS = ("trace", "summary", "fact", "episode")
+_COLUMNS = ("record", "kind", "item_id", "sha256", *_LINKS)
 
 
 def _uuids(values: Sequence[str]) -> list[uuid.UUID]:

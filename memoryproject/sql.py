@@ -13,7 +13,7 @@ database. What is not on a hot path keeps using the ORM.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
@@ -136,7 +136,9 @@ def _insert_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
     )
 
 
+@lru_cache(maxsize=256)
 def _insert_sql(model: type[models.Model], rows: int, using: str) -> str:
+    """The INSERT of ``rows`` new rows (built once per model, row count and database)."""
     fields = _insert_fields(model)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     return (
@@ -203,6 +205,33 @@ def insert_many(instances: Sequence[models.Model], using: str = DEFAULT_DB_ALIAS
         for instance in chunk:
             params.extend(_values(instance, using))
         execute(_insert_sql(model, len(chunk), using), params, using)
+
+
+@lru_cache(maxsize=256)
+def _insert_rows_sql(
+    model: type[models.Model], fields: tuple[str, ...], rows: int, using: str
+) -> str:
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    return (
+        f"INSERT INTO {table(model, using)} ({columns(model, fields, using)})"
+        f" VALUES {', '.join([one] * rows)}"
+    )
+
+
+def insert_rows(
+    model: type[models.Model],
+    fields: tuple[str, ...],
+    rows: Sequence[Sequence[Any]],
+    using: str = DEFAULT_DB_ALIAS,
+) -> None:
+    """INSERTs rows given as values of ``fields`` (foreign keys by id), in one statement per
+    batch, without making model instances: for plain values (numbers, text, None) that need no
+    conversion, as the hot path's index rows are."""
+    batch = max(1, 900 // len(fields))  # under SQLite's limit on parameters
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        params = [value for row in chunk for value in row]
+        execute(_insert_rows_sql(model, fields, len(chunk), using), params, using)
 
 
 def for_update(using: str = DEFAULT_DB_ALIAS) -> str:
