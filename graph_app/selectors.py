@@ -543,7 +543,8 @@ def _entity_episodes(
     by_id = {e.id: e for e in sql.instances(Episode, fields, statement, wanted)}
     page = [by_id[i] for i in wanted]
     for episode in page:
-        episode.project = project  # the entity's: its episodes are the project's
+        if episode.project_id == project.pk:
+            episode.project = project  # saves reading it again; another is read when shown
     return len(dated), page
 
 
