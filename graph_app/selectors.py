@@ -818,6 +818,8 @@ class _EdgeGraph(_Kept):
     entity's row id and kind by slug (see ``_Kept``)."""
 
     edges: dict[int, dict[str, _Item]] = field(default_factory=dict)
+    # Each edge's two entities (row ids) by fact id: where to remove it from when it changes.
+    ends: dict[str, tuple[int, int]] = field(default_factory=dict)
     by_slug: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     # The edges as columns for walking, made from ``edges`` when first needed after a change.
@@ -889,18 +891,26 @@ def _edge_graph(project: Project) -> _EdgeGraph:
         for pk, slug, kind in entities.order_by():
             slugs[pk], graph.kinds[slug] = slug, kind
         graph.by_slug = {slug: pk for pk, slug in slugs.items()}
-        rows = TemporalFact.objects.filter(project=project, object_entity__isnull=False)
+        rows = TemporalFact.objects.filter(project=project)
         if since >= 0:
+            # Every fact changed since, edge or not: a fact whose object was erased is one no
+            # longer, and its edge must go.
             rows = rows.filter(revision__gt=since)
         else:
-            graph.edges = {}
+            rows = rows.filter(object_entity__isnull=False)
+            graph.edges, graph.ends = {}, {}
         times = ("valid_from", "valid_until")
         for row in _rows_read(rows.order_by(), _EDGE_COLUMNS_RAW, times):
-            source, target = row["subject_id"], row["object_entity_id"]
-            edge = Edge(row["id"], slugs[source], row["predicate"], slugs[target])
+            fact_id, source, target = row["id"], row["subject_id"], row["object_entity_id"]
+            for end in graph.ends.pop(fact_id, ()):
+                graph.edges.get(end, {}).pop(fact_id, None)
+            if target is None:
+                continue
+            edge = Edge(fact_id, slugs[source], row["predicate"], slugs[target])
             item = (_ts(row["valid_from"], -math.inf), _ts(row["valid_until"], math.inf), edge)
-            graph.edges.setdefault(source, {})[edge.fact_id] = item
-            graph.edges.setdefault(target, {})[edge.fact_id] = item
+            graph.edges.setdefault(source, {})[fact_id] = item
+            graph.edges.setdefault(target, {})[fact_id] = item
+            graph.ends[fact_id] = (source, target)
         graph.arrays = None
         graph.revision, graph.head = revision, head
         return graph

@@ -620,3 +620,49 @@ def _now() -> Any:
     from memoryproject.timeutil import utcnow
 
     return utcnow()
+
+
+def test_an_erased_edge_leaves_the_ego_graph_of_a_process_that_walked_it(default_project):
+    p = default_project
+    edge = services.fact_upsert(
+        project=p,
+        subject_id="billing",
+        predicate="reports_to",
+        object_value="ceo_office",
+        object_entity="ceo_office",
+    )["fact"]["id"]
+    services.fact_upsert(project=p, subject_id="billing", predicate="owner", object_value="ana")
+
+    def ego(entity):
+        graph = selectors.entity_query(project=p, entity_id=entity)["ego_graph"]
+        return {e["fact_id"] for e in graph["edges"]}, {n["id"] for n in graph["nodes"]}
+
+    # The process keeps the project's edges in memory once it has walked them.
+    assert ego("billing") == ({edge}, {"billing", "ceo_office"})
+    services.graph_record_erase(project=p, record_type="fact", record_id=edge, reason="gdpr")
+    # The erased relation is gone from both ends, without a restart.
+    assert ego("billing") == (set(), {"billing"})
+    assert ego("ceo_office") == (set(), {"ceo_office"})
+
+
+def test_a_process_that_compiled_erased_records_never_delivers_them_again(graph):
+    from graph_app.compiler import context_compile
+
+    def compiled(**travel: Any) -> str:
+        query = "PASETO token format of auth_service, keys in the vault"
+        return context_compile(project=graph.project, query=query, max_tokens=800, **travel)[
+            "markdown"
+        ]
+
+    # The index of this process holds both records once it has compiled them.
+    assert "PASETO_v4_public" in compiled() and "PASETO v4 public keys" in compiled()
+    for kind, record in (("fact", graph.paseto), ("episode", graph.episode)):
+        services.graph_record_erase(
+            project=graph.project, record_type=kind, record_id=record, reason="leak"
+        )
+    for text in (
+        compiled(),
+        compiled(include_superseded=True),
+        compiled(as_of="2025-07-01T00:00:00Z"),  # when the erased fact held
+    ):
+        assert "PASETO" not in text
