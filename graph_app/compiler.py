@@ -565,7 +565,8 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     # The packer never looks past the first PACK_CANDIDATES_MAX items.
     docs = index.docs
     payloads = {key: _payload(docs[key]) for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]}
-    terms = set(tokenize_query(text, drop=profile.rank.drop))
+    # Previews weigh the terms the ranking used (a derived word form as its known stem).
+    terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}
     return _Ranked(-1, ranking, payloads, weights, {}, {}, profile)
 

@@ -168,6 +168,8 @@ class RankParams:
 class Ranking:
     ranked: list[tuple[str, float]]
     suppressed_stale: int
+    # The query's terms as ranked (a derived word form read as its known stem).
+    terms: tuple[str, ...] = ()
 
 
 DEFAULT_PARAMS = RankParams()
@@ -386,7 +388,7 @@ class MemoryIndex:
         pool = self._top_slots(relevance, params.pool)
         named = self._named_entities(query)
         if not pool and not named:
-            return Ranking(ranked=[], suppressed_stale=suppressed)
+            return Ranking(ranked=[], suppressed_stale=suppressed, terms=tuple(terms))
         scores = self._with_feedback(pool, terms, relevance, params)
         top = self._best(scores, params.candidates)
         best = top[0][1] if top else 1.0
@@ -400,7 +402,9 @@ class MemoryIndex:
         since = since_date(query) if params.before_since < 1 else None
         if since is not None:
             self._prefer_since(utility, since, params)
-        return Ranking(ranked=self._ranked(utility), suppressed_stale=suppressed)
+        return Ranking(
+            ranked=self._ranked(utility), suppressed_stale=suppressed, terms=tuple(terms)
+        )
 
     def _ranked(self, utility: dict[int, float]) -> list[tuple[str, float]]:
         """(key, utility) of the items with a positive utility, best first, ties by key."""
