@@ -136,15 +136,14 @@ def _insert_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
     )
 
 
-@lru_cache(maxsize=256)
+@cache
+def _insert_names(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(field.name for field in _insert_fields(model))
+
+
 def _insert_sql(model: type[models.Model], rows: int, using: str) -> str:
-    """The INSERT of ``rows`` new rows (built once per model, row count and database)."""
-    fields = _insert_fields(model)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    return (
-        f"INSERT INTO {table(model, using)} ({', '.join(quote(f.column, using) for f in fields)})"
-        f" VALUES {', '.join([one] * rows)}"
-    )
+    """The INSERT of ``rows`` new rows of every inserted field (built once per row count)."""
+    return _insert_rows_sql(model, _insert_names(model), rows, using)
 
 
 def value(model: type[models.Model], field: str, data: Any, using: str = DEFAULT_DB_ALIAS) -> Any:
@@ -198,19 +197,16 @@ def insert_many(instances: Sequence[models.Model], using: str = DEFAULT_DB_ALIAS
     if not instances:
         return
     model = type(instances[0])
-    batch = max(1, 900 // len(_insert_fields(model)))  # under SQLite's limit on parameters
-    for start in range(0, len(instances), batch):
-        chunk = instances[start : start + batch]
-        params: list[Any] = []
-        for instance in chunk:
-            params.extend(_values(instance, using))
-        execute(_insert_sql(model, len(chunk), using), params, using)
+    rows = [_values(instance, using) for instance in instances]
+    insert_rows(model, _insert_names(model), rows, using)
 
 
 @lru_cache(maxsize=256)
 def _insert_rows_sql(
     model: type[models.Model], fields: tuple[str, ...], rows: int, using: str
 ) -> str:
+    """The INSERT of ``rows`` rows of ``fields`` (built once per model, fields, row count and
+    database)."""
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     return (
         f"INSERT INTO {table(model, using)} ({columns(model, fields, using)})"
@@ -224,9 +220,9 @@ def insert_rows(
     rows: Sequence[Sequence[Any]],
     using: str = DEFAULT_DB_ALIAS,
 ) -> None:
-    """INSERTs rows given as values of ``fields`` (foreign keys by id), in one statement per
-    batch, without making model instances: for plain values (numbers, text, None) that need no
-    conversion, as the hot path's index rows are."""
+    """INSERTs rows given as values of ``fields`` (foreign keys by id) as the database stores
+    them, in one statement per batch: no model instances are made, so values that need no
+    conversion (numbers, text, None; the hot path's index rows) go in as they are."""
     batch = max(1, 900 // len(fields))  # under SQLite's limit on parameters
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
