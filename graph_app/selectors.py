@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any, Literal, NamedTuple, TypeVar
 
@@ -64,7 +64,11 @@ from graph_app.domain.records import (
     episode_canonical,
     fact_as_known_at,
     fact_canonical,
+    fact_leaf,
+    instant_of,
     sha256_of,
+    stored_instant,
+    utc_text,
 )
 from graph_app.domain.render import cited_id
 from graph_app.domain.sealing import (
@@ -1148,7 +1152,7 @@ def _rows_run(
             for values in chunk:
                 row = dict(zip(columns, values, strict=True))
                 for name in times:
-                    row[name] = _utc(row[name])
+                    row[name] = stored_instant(row[name])
                 yield row
 
 
@@ -1162,24 +1166,6 @@ def _times_as_text(sql: str, model: type[Model], times: tuple[str, ...]) -> str:
         column = f'"{table}"."{name}"'
         sql = sql.replace(column, f"CAST({column} AS TEXT)", 1)
     return sql
-
-
-def _utc(value: Any) -> Any:
-    """A datetime read raw, aware UTC: SQLite keeps naive UTC text, PostgreSQL answers aware
-    datetimes. Text that is no timestamp (written behind the application's back) reads as
-    None, as the ORM would read it, so the row's hash no longer matches."""
-    if type(value) is str:
-        try:  # Django stores "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC: one parse
-            return datetime.fromisoformat(value + "+00:00")
-        except ValueError:
-            pass
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
 
 
 def _change_entries(project: Project, from_seq: int = 0) -> Iterator[ChangeEntry]:
@@ -1196,7 +1182,7 @@ def _change_entries(project: Project, from_seq: int = 0) -> Iterator[ChangeEntry
         cursor.execute(_times_as_text(sql, GraphChange, ("recorded_at",)), [project.pk, from_seq])
         while rows := cursor.fetchmany(_CHUNK):
             for row in rows:
-                yield ChangeEntry._make((*row[:8], _utc(row[8]), row[9], row[10]))
+                yield ChangeEntry._make((*row[:8], utc_text(row[8]), row[9], row[10]))
 
 
 def _chain_read(
@@ -1247,28 +1233,33 @@ def _snapshot() -> Iterator[None]:
 
 def _verify(
     kind: Literal["fact", "episode"],
-    rows: Iterable[Mapping[str, Any]],
-    canonical_of: Callable[[Mapping[str, Any], str], dict[str, Any]],
-    project_slug: str,
+    records: Iterable[tuple[str, str, int, bytes]],
     leaves: list[bytes],
     mismatches: list[Mismatch],
     found: dict[Key, FoundRecord],
 ) -> int:
-    """Appends each row's canonical JSON to ``leaves``, a Mismatch for each row whose stored
-    hash differs from it, and what was found to ``found``; answers how many rows there were."""
+    """For each record (id, stored hash, revision, canonical JSON): appends its canonical JSON
+    to ``leaves``, a Mismatch when the stored hash differs from it, and what was found to
+    ``found``; answers how many records there were."""
     count = 0
-    for row in rows:
-        data = canonical_json(canonical_of(row, project_slug))
+    for record_id, stored, revision, data in records:
         computed = sha256_hex(data)
-        stored_matches = computed == row["sha256"]
+        stored_matches = computed == stored
         if not stored_matches:
-            mismatches.append(
-                Mismatch(kind=kind, id=row["id"], stored=row["sha256"], computed=computed)
-            )
-        found[(kind, row["id"])] = FoundRecord(computed, stored_matches, row["revision"])
+            mismatches.append(Mismatch(kind=kind, id=record_id, stored=stored, computed=computed))
+        found[(kind, record_id)] = FoundRecord(computed, stored_matches, revision)
         leaves.append(data)
         count += 1
     return count
+
+
+def _episode_leaves(
+    rows: Iterable[Mapping[str, Any]], project_slug: str
+) -> Iterator[tuple[str, str, int, bytes]]:
+    """(id, stored hash, revision, canonical JSON) of each episode row."""
+    for row in rows:
+        data = canonical_json(episode_canonical_of(row, project_slug))
+        yield row["id"], row["sha256"], row["revision"], data
 
 
 def _index_problems(
@@ -1377,12 +1368,39 @@ def _row_id(row: Mapping[str, Any]) -> str:
     return str(row["id"] if "id" in row else row["slug"])
 
 
-def _fact_rows(project: Project, ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
-    """The project's facts in Merkle leaf order (by id); ``ids``: only those."""
+def _fact_leaves(
+    project: Project, ids: list[str] | None = None
+) -> Iterator[tuple[str, str, int, bytes]]:
+    """(id, stored hash, revision, canonical JSON) of the project's facts in Merkle leaf order
+    (by id); ``ids``: only those. Read raw, instants straight into their canonical text:
+    verification reads every fact, and per-row conversions would cost more than hashing."""
     rows = TemporalFact.objects.filter(project=project).order_by("id")
     if ids is not None:
         rows = rows.filter(id__in=ids)
-    return _rows_read(rows, (*FACT_VALUE_FIELDS, "revision"), FACT_TIMES)
+    sql, params = rows.values_list(*FACT_VALUE_FIELDS, "revision").query.sql_with_params()
+    slug = project.slug
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_times_as_text(sql, TemporalFact, FACT_TIMES), params)
+        while chunk := cursor.fetchmany(_CHUNK):
+            for row in chunk:
+                # FACT_VALUE_FIELDS: the canonical fields in fact_leaf's order, then the hash
+                data = fact_leaf(
+                    slug,
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    row[6],
+                    utc_text(row[7]),
+                    utc_text(row[8]),
+                    utc_text(row[9]),
+                    utc_text(row[10]),
+                    row[11],
+                    row[12],
+                )
+                yield row[0], row[13], row[14], data
 
 
 def _episode_rows(project: Project, ids: list[str] | None = None) -> list[dict[str, Any]]:
@@ -1410,13 +1428,13 @@ def graph_leaves(*, project: Project) -> GraphLeaves:
     leaves: list[bytes] = []
     with _snapshot():
         revision = graph_revision_current(project=project)
-        for kind, rows, canonical_of in (
-            ("fact", _fact_rows(project), fact_canonical_of),
-            ("episode", _episode_rows(project), episode_canonical_of),
+        for kind, records in (
+            ("fact", _fact_leaves(project)),
+            ("episode", _episode_leaves(_episode_rows(project), project.slug)),
         ):
-            for row in rows:
-                keys.append((kind, row["id"]))
-                leaves.append(canonical_json(canonical_of(row, project.slug)))
+            for record_id, _, _, data in records:
+                keys.append((kind, record_id))
+                leaves.append(data)
     return GraphLeaves(keys=keys, leaves=leaves, revision=revision)
 
 
@@ -1448,13 +1466,13 @@ def _integrity_since(project: Project, checkpoint: tuple[int, str]) -> Integrity
     fact_ids, episode_ids = touched.get("fact", []), touched.get("episode", [])
     facts = episodes = 0
     for start in range(0, len(fact_ids), _CHUNK):
-        rows = _fact_rows(project, fact_ids[start : start + _CHUNK])
-        facts += _verify("fact", rows, fact_canonical_of, project.slug, leaves, mismatches, found)
+        rows = _fact_leaves(project, fact_ids[start : start + _CHUNK])
+        facts += _verify("fact", rows, leaves, mismatches, found)
     episode_rows: list[dict[str, Any]] = []
     for start in range(0, len(episode_ids), _CHUNK):
         episode_rows += _episode_rows(project, episode_ids[start : start + _CHUNK])
     episodes = _verify(
-        "episode", episode_rows, episode_canonical_of, project.slug, leaves, mismatches, found
+        "episode", _episode_leaves(episode_rows, project.slug), leaves, mismatches, found
     )
     _index_problems(project, episode_rows, found, [r["id"] for r in episode_rows])
     slugs = touched.get("entity", [])
@@ -1479,12 +1497,10 @@ def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> Int
     leaves: list[bytes] = []
     mismatches: list[Mismatch] = []
     found: dict[Key, FoundRecord] = {}
-    facts = _verify(
-        "fact", _fact_rows(project), fact_canonical_of, project.slug, leaves, mismatches, found
-    )
+    facts = _verify("fact", _fact_leaves(project), leaves, mismatches, found)
     episode_rows = _episode_rows(project)
     episodes = _verify(
-        "episode", episode_rows, episode_canonical_of, project.slug, leaves, mismatches, found
+        "episode", _episode_leaves(episode_rows, project.slug), leaves, mismatches, found
     )
     _index_problems(project, episode_rows, found)
     entities = _entities_found(project, found)
@@ -1545,7 +1561,7 @@ def _integrity_result(
             ErasedRecord(
                 record_type=e.record_type,
                 id=e.record_id,
-                erased_at=e.recorded_at,
+                erased_at=instant_of(e.recorded_at),
                 sha256=e.erased_sha256,
                 reason=e.note,
                 seq=e.seq,

@@ -29,7 +29,8 @@ class _Unsupported(Exception):
 
 
 @functools.lru_cache(maxsize=4096)
-def _number(value: float) -> str:
+def number_json(value: float) -> str:
+    """A float as RFC 8785 writes it."""
     # ECMAScript number formatting; records repeat few values (a confidence is mostly 1.0).
     return rfc8785.dumps(value).decode()
 
@@ -48,7 +49,7 @@ def _write(value: Any, out: list[str]) -> None:
             raise _Unsupported
         out.append(str(value))
     elif type(value) is float:
-        out.append(_number(value))
+        out.append(number_json(value))
     elif type(value) is dict:
         keys = list(value)
         if not all(type(k) is str for k in keys):
@@ -125,7 +126,7 @@ def _flat(record: dict[Any, Any]) -> str | None:
         elif value is False:
             parts.append(head + "false")
         elif kind is float:
-            parts.append(head + _number(value))
+            parts.append(head + number_json(value))
         elif kind is int and -_INT_LIMIT <= value <= _INT_LIMIT:
             parts.append(head + str(value))
         else:

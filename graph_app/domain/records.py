@@ -11,18 +11,70 @@ their hashes through these functions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+from graph_app.domain.hashing import canonical_json, number_json, sha256_hex
 from graph_app.domain.hashing import record_sha256 as record_sha256_of
-from graph_app.domain.hashing import sha256_hex
 
 
-def iso_utc(value: datetime | None) -> str | None:
+class UtcText(str):
+    """An instant already written in ``iso_utc``'s form (made by ``utc_text``): verification
+    reads instants stored as text straight into that form, and ``iso_utc`` passes it on."""
+
+    __slots__ = ()
+
+
+# How Django stores an aware datetime on SQLite: naive UTC text, microseconds when not zero.
+_STORED_UTC = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?")
+
+
+def stored_instant(value: Any) -> datetime | None:
+    """A datetime column read raw, aware UTC: SQLite keeps naive UTC text, PostgreSQL answers
+    aware datetimes. Text that is no timestamp (written behind the application's back) reads as
+    None, as the ORM would read it, so the row's hash no longer matches."""
+    if type(value) is str:
+        try:  # "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC: one parse
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:
+            pass
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def utc_text(value: Any) -> UtcText | None:
+    """A datetime column read raw, in ``iso_utc``'s form: SQLite's stored text is rewritten
+    without a parse (the same characters, ``T`` for the space, microseconds always, ``Z``);
+    anything else is read by ``stored_instant`` first. A stored text no calendar has (a 30th of
+    February) keeps its digits: either way its record no longer matches its hash."""
     if value is None:
         return None
+    if type(value) is str and _STORED_UTC.fullmatch(value):
+        fraction = "Z" if len(value) == 26 else ".000000Z"
+        return UtcText(value[:10] + "T" + value[11:] + fraction)
+    at = iso_utc(stored_instant(value))
+    return None if at is None else UtcText(at)
+
+
+def instant_of(value: datetime | str) -> datetime:
+    """An instant as a datetime, from a datetime or from ``iso_utc``'s form."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
+def iso_utc(value: datetime | UtcText | None) -> str | None:
+    if value is None:
+        return None
+    if type(value) is UtcText:
+        return value
+    assert isinstance(value, datetime)
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
     # Fixed width (always microseconds) so equal instants always serialise identically; a UTC
@@ -40,10 +92,10 @@ def fact_canonical(
     object_entity: str | None,
     singular: bool,
     confidence: float,
-    valid_from: datetime,
-    valid_until: datetime | None,
-    recorded_at: datetime,
-    closed_at: datetime | None,
+    valid_from: datetime | UtcText,
+    valid_until: datetime | UtcText | None,
+    recorded_at: datetime | UtcText,
+    closed_at: datetime | UtcText | None,
     superseded_by: str | None,
     source_episode: str | None,
 ) -> dict[str, Any]:
@@ -64,6 +116,71 @@ def fact_canonical(
         "superseded_by": superseded_by,
         "source_episode": source_episode,
     }
+
+
+_LEAF_TIMES = {UtcText, type(None)}
+
+
+def fact_leaf(
+    project: str,
+    id: str,
+    subject: str,
+    predicate: str,
+    object_value: str,
+    object_entity: str | None,
+    singular: bool,
+    confidence: float,
+    valid_from: datetime | UtcText | None,
+    valid_until: datetime | UtcText | None,
+    recorded_at: datetime | UtcText | None,
+    closed_at: datetime | UtcText | None,
+    superseded_by: str | None,
+    source_episode: str | None,
+) -> bytes:
+    """The canonical JSON of ``fact_canonical`` (positional arguments in its field order).
+
+    Verification canonicalises every fact of a project, so a plain fact (text fields, a float
+    confidence, instants already in ``iso_utc``'s form, as a raw read gives them) is laid out
+    in RFC 8785's key order in one pass; anything else goes through the general
+    canonicaliser. A property test holds both byte-identical.
+    """
+    times = {type(closed_at), type(recorded_at), type(valid_from), type(valid_until)}
+    if type(confidence) is float and times <= _LEAF_TIMES:
+        e = encode_basestring  # refuses anything but text
+
+        def text(value: Any) -> str:
+            return "null" if value is None else e(value)
+
+        try:
+            return (
+                f'{{"closed_at":{text(closed_at)},"confidence":{number_json(confidence)},'
+                f'"id":{e(id)},"object_entity":{text(object_entity)},'
+                f'"object_value":{e(object_value)},"predicate":{e(predicate)},'
+                f'"project":{e(project)},"recorded_at":{text(recorded_at)},'
+                f'"singular":{"true" if singular else "false"},'
+                f'"source_episode":{text(source_episode)},"subject":{e(subject)},'
+                f'"superseded_by":{text(superseded_by)},"type":"fact",'
+                f'"valid_from":{text(valid_from)},"valid_until":{text(valid_until)}}}'
+            ).encode()
+        except (TypeError, UnicodeEncodeError):  # not text, or a lone surrogate
+            pass
+    form = fact_canonical(
+        project=project,
+        id=id,
+        subject=subject,
+        predicate=predicate,
+        object_value=object_value,
+        object_entity=object_entity,
+        singular=singular,
+        confidence=confidence,
+        valid_from=valid_from,  # type: ignore[arg-type]  # None: a value read as no instant
+        valid_until=valid_until,
+        recorded_at=recorded_at,  # type: ignore[arg-type]
+        closed_at=closed_at,
+        superseded_by=superseded_by,
+        source_episode=source_episode,
+    )
+    return canonical_json(form)
 
 
 def closure_known(closed_at: datetime | None, known_at: datetime) -> bool:
@@ -150,7 +267,7 @@ def change_canonical(
     record_sha256: str,
     erased_sha256: str,
     note: str,
-    recorded_at: datetime,
+    recorded_at: datetime | UtcText,
     prev_hash: str,
 ) -> dict[str, Any]:
     """One entry of a project's graph change log: what changed (the record's hash after the
@@ -183,7 +300,7 @@ def change_hash(
     record_sha256: str,
     erased_sha256: str,
     note: str,
-    recorded_at: datetime,
+    recorded_at: datetime | UtcText,
     prev_hash: str,
 ) -> str:
     """The chain hash of a change: SHA-256 of the canonical JSON of ``change_canonical``

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from graph_app.domain.records import change_hash
+from graph_app.domain.records import UtcText, change_hash
 
 GENESIS_HASH = "0" * 64
 ERASED = "erased"
@@ -52,7 +52,8 @@ class ChangeEntry(NamedTuple):
     record_sha256: str
     erased_sha256: str
     note: str
-    recorded_at: datetime
+    # In iso_utc's form when read for verification (utc_text), else a datetime.
+    recorded_at: datetime | UtcText
     prev_hash: str
     hash: str
 

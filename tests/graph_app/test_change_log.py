@@ -367,12 +367,35 @@ def test_a_lowered_revision_is_named(graph):
     assert named(verify(graph)) == {("revision", "fact", graph.edge)}
 
 
-def test_a_timestamp_overwritten_with_text_is_named_not_a_crash(graph):
+@pytest.mark.parametrize(
+    "text",
+    ["yesterday", "2025-02-30 00:00:00", "2025-01-01 00:00:00.000001", "2025-01-01T00:00:00"],
+    ids=["not-a-time", "no-such-day", "a-microsecond-later", "another-spelling-same-instant"],
+)
+def test_a_timestamp_overwritten_with_text_is_named_not_a_crash(graph, text):
     if on_postgres():
         pytest.skip("PostgreSQL's timestamp columns hold only timestamps")
     table = TemporalFact._meta.db_table
-    sql(f"UPDATE {table} SET valid_from = %s WHERE id = %s", ["yesterday", graph.edge])
-    assert named(verify(graph)) == {("mismatch", "fact", graph.edge)}
+    same_instant = text == "2025-01-01T00:00:00"  # when the JWT fact holds from
+    fact = graph.jwt if same_instant else graph.edge
+    sql(f"UPDATE {table} SET valid_from = %s WHERE id = %s", [text, fact])
+    report = verify(graph)
+    if same_instant:  # written another way, it is still the instant sealed
+        assert report["problems"] == []
+    else:
+        assert named(report) == {("mismatch", "fact", fact)}
+
+
+def test_a_change_entry_time_overwritten_is_named(graph):
+    if on_postgres():
+        pytest.skip("PostgreSQL's timestamp columns hold only timestamps")
+    first = entries(graph.project)[0]
+    with audit_maintenance():
+        sql(
+            f"UPDATE {GraphChange._meta.db_table} SET recorded_at = %s WHERE id = %s",
+            ["1999-12-31 23:59:59.999999", first.pk],
+        )
+    assert named(verify(graph)) == {("chain", "change", str(first.seq))}
 
 
 # --- breaks in the log itself -------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Canonical JSON, SHA-256 and RFC 6962 Merkle roots, checked against published vectors."""
 
 import hashlib
+import inspect
 import json
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -18,10 +19,16 @@ from graph_app.domain.hashing import (
     sha256_hex,
 )
 from graph_app.domain.records import (
+    UtcText,
     episode_canonical,
     fact_as_known_at,
     fact_canonical,
+    fact_leaf,
+    instant_of,
+    iso_utc,
     sha256_of,
+    stored_instant,
+    utc_text,
 )
 
 # The Certificate Transparency reference implementation's test leaves and roots (sizes 1..8).
@@ -260,3 +267,69 @@ def test_merkle_roots_match_golden_vectors():
     assert merkle_root([FACT_BYTES, EPISODE_BYTES, _known_open_bytes()]) == ROOT_FACT_EPISODE_KNOWN
     assert merkle_root([b"a", b"b", b"c", b"d", b"e"]) == ROOT_ABCDE
     assert merkle_root_reference([b"a", b"b", b"c", b"d", b"e"]) == ROOT_ABCDE
+
+
+# --- the verification fast paths: a raw read hashes exactly as the general form ---------------
+
+stored_times = st.datetimes(
+    min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59, 999999)
+)
+
+
+@given(stored_times)
+def test_an_instant_stored_as_text_reads_as_its_canonical_form_without_a_parse(naive):
+    # Django keeps an aware datetime on SQLite as str() of its naive UTC value.
+    stored = str(naive)
+    text = utc_text(stored)
+    assert isinstance(text, UtcText)
+    assert text == iso_utc(naive.replace(tzinfo=UTC)) == iso_utc(stored_instant(stored))
+    assert iso_utc(text) is text
+
+
+def test_an_instant_in_another_form_is_parsed_and_what_no_calendar_has_never_matches():
+    assert utc_text("2025-03-01T10:00:00+02:00") == "2025-03-01T08:00:00.000000Z"
+    assert utc_text(datetime(2025, 3, 1, 8, tzinfo=UTC)) == "2025-03-01T08:00:00.000000Z"
+    assert utc_text("not a time") is None and utc_text(None) is None
+    # The digits stay as stored: whatever a 30th of February hashes to, no stored hash of a
+    # real instant matches it.
+    assert utc_text("2025-02-30 10:00:00") == "2025-02-30T10:00:00.000000Z"
+    assert instant_of(utc_text("2025-03-01 08:00:00.000001")) == datetime(
+        2025, 3, 1, 8, 0, 0, 1, tzinfo=UTC
+    )
+
+
+maybe_text = st.none() | st.text(max_size=12)
+aware = stored_times.map(lambda t: t.replace(tzinfo=UTC))
+
+
+@given(
+    id=st.text(max_size=12),
+    subject=st.text(max_size=12),
+    predicate=st.text(max_size=12),
+    object_value=st.text(max_size=30),
+    object_entity=maybe_text,
+    singular=st.booleans() | st.integers(min_value=0, max_value=1),
+    confidence=st.floats(min_value=0.0, max_value=1.0) | st.integers(0, 1),
+    valid_from=aware,
+    valid_until=st.none() | aware,
+    recorded_at=aware,
+    closed_at=st.none() | aware,
+    superseded_by=maybe_text,
+    source_episode=maybe_text,
+    as_text=st.booleans(),
+)
+def test_a_facts_leaf_is_the_canonical_json_of_its_form(as_text, **fields):
+    times = ("valid_from", "valid_until", "recorded_at", "closed_at")
+    expected = canonical_json(fact_canonical(project="proj", **fields))
+    if as_text:  # as verification reads them: instants already in their canonical text
+        fields = {k: utc_text(v) if k in times else v for k, v in fields.items()}
+    positional = list(inspect.signature(fact_leaf).parameters)[1:]  # after the project
+    assert fact_leaf("proj", *(fields[name] for name in positional)) == expected
+
+
+def test_a_fact_with_a_lone_surrogate_takes_the_general_path():
+    import rfc8785
+
+    args = ["p", "f1", "\ud800", "is", "x", None, True, 1.0, utc_text("2025-01-01 00:00:00")]
+    with pytest.raises(rfc8785.CanonicalizationError):
+        fact_leaf(*args, None, utc_text("2025-01-01 00:00:00"), None, None, None)
