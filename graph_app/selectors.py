@@ -372,7 +372,6 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
     now = utcnow()
     rows = _entity_fact_rows(entity)
     status = [_row_status(row, now) for row in rows]
-    sources = {r["source_episode_id"] for r in rows if r["subject__slug"] == entity.slug}
     walk, kinds = _ego_in_memory(project, entity, params.max_hops, now)
     # Each list as the positions of its rows: only the page's rows become outputs.
     lists: dict[str, list[int]] = {
@@ -388,9 +387,7 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
         for name, items in lists.items()
     }
     totals = {name: len(items) for name, items in lists.items()}
-    totals["episodes"], pages["episodes"] = _entity_episodes(
-        project, entity, sources - {None}, start, end
-    )
+    totals["episodes"], pages["episodes"] = _entity_episodes(project, entity, start, end)
     totals.update(nodes=len(walk.nodes), edges=len(walk.edges))
     return EntityQueryResult(
         entity=entity_view(entity),
@@ -522,50 +519,47 @@ def _entity_facts_sql(direction: Literal["subject", "object"], vendor: str) -> s
 
 
 def _entity_episodes(
-    project: Project, entity: Entity, sources: set[str], start: int, end: int
+    project: Project, entity: Entity, start: int, end: int
 ) -> tuple[int, list[Episode]]:
-    """How many episodes mention the entity or are the source of its facts (``sources``: the
-    source episodes of the facts it is the subject of), and those from ``start`` to ``end``,
-    latest first: only the page's rows are read whole."""
-    episode_ids = set(sources)
-    episode_ids.update(i for (i,) in sql.fetch(_mentions_sql(), [entity.pk]))
-    ids = sorted(episode_ids)
-    dated: list[tuple[Any, ...]] = []
-    for at in range(0, len(ids), _CHUNK):
-        chunk = ids[at : at + _CHUNK]
-        statement = f"{_episode_times_sql()} IN ({', '.join(['%s'] * len(chunk))})"
-        dated += sql.rows(Episode, ("id", "occurred_at"), statement, chunk)
-    dated.sort(key=lambda row: (-row[1].timestamp(), row[0]))
-    wanted = [row[0] for row in dated[start:end]]
-    if not wanted:
-        return len(dated), []
-    fields = sql.field_names(Episode)
-    statement = (
-        f"{sql.select(Episode, fields)} WHERE {sql.column(Episode, 'id')} "
-        f"IN ({', '.join(['%s'] * len(wanted))})"
+    """How many episodes mention the entity or are the source of a fact it is the subject of,
+    and those from ``start`` to ``end``, latest first: counted, ordered and paged by the
+    database (only the page's rows are read)."""
+    total = len(sql.fetch(_entity_episodes_sql("ids"), [entity.pk, entity.pk]))
+    if start >= end or start >= total:
+        return total, []
+    page = sql.instances(
+        Episode,
+        sql.field_names(Episode),
+        _entity_episodes_sql("page"),
+        [entity.pk, entity.pk, end - start, start],
     )
-    by_id = {e.id: e for e in sql.instances(Episode, fields, statement, wanted)}
-    page = [by_id[i] for i in wanted]
     for episode in page:
         if episode.project_id == project.pk:
             episode.project = project  # saves reading it again; another is read when shown
-    return len(dated), page
+    return total, page
 
 
 @cache
-def _mentions_sql() -> str:
-    """The episodes that link an entity (by its row id)."""
+def _entity_episodes_sql(what: Literal["ids", "page"]) -> str:
+    """The episodes that link an entity or are the source of a fact it is the subject of (its
+    row id as both first parameters): their ids, or a page of them latest first (then the
+    page's size and offset)."""
     through = Episode.entities.through
-    return (
+    ids = (
         f"SELECT {sql.column(through, 'episode')} FROM {sql.table(through)} "
-        f"WHERE {sql.column(through, 'entity')} = %s"
+        f"WHERE {sql.column(through, 'entity')} = %s UNION "
+        f"SELECT {sql.column(TemporalFact, 'source_episode')} FROM {sql.table(TemporalFact)} "
+        f"WHERE {sql.column(TemporalFact, 'subject')} = %s "
+        f"AND {sql.column(TemporalFact, 'source_episode')} IS NOT NULL"
     )
-
-
-@cache
-def _episode_times_sql() -> str:
-    """Episodes' ids and times, by id (the caller adds the list of ids)."""
-    return f"{sql.select(Episode, ('id', 'occurred_at'))} WHERE {sql.column(Episode, 'id')}"
+    if what == "ids":
+        return ids
+    return (
+        f"{sql.select(Episode, sql.field_names(Episode))} "
+        f"WHERE {sql.column(Episode, 'id')} IN ({ids}) "
+        f"ORDER BY {sql.column(Episode, 'occurred_at')} DESC, {sql.column(Episode, 'id')} "
+        "LIMIT %s OFFSET %s"
+    )
 
 
 def _ego_in_memory(
