@@ -561,8 +561,8 @@ def _rank(project: Project, text: str, params: CompileInput) -> _Ranked:
 def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: Profile) -> _Ranked:
     """Ranks the documents of ``index`` that ``visibility`` shows against ``text`` as
     ``profile`` reads it (no database access: evaluations call it directly)."""
-    ranking = index.rank(text, visibility, profile.rank)
     # The packer never looks past the first PACK_CANDIDATES_MAX items.
+    ranking = index.rank(text, visibility, profile.rank, limit=PACK_CANDIDATES_MAX)
     docs = index.docs
     payloads = {key: _payload(docs[key]) for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]}
     # Previews weigh the terms the ranking used (a derived word form as its known stem).

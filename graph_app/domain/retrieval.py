@@ -371,8 +371,13 @@ class MemoryIndex:
     # -- ranking -------------------------------------------------------------------------
 
     def rank(
-        self, query: str, visibility: Visibility, params: RankParams = DEFAULT_PARAMS
+        self,
+        query: str,
+        visibility: Visibility,
+        params: RankParams = DEFAULT_PARAMS,
+        limit: int | None = None,
     ) -> Ranking:
+        """The visible items relevant to ``query``, best first (``limit``: only that many)."""
         terms = tokenize_query(query, drop=params.drop) or [
             w.lower() for w in query.split() if w.strip()
         ]
@@ -403,12 +408,15 @@ class MemoryIndex:
         if since is not None:
             self._prefer_since(utility, since, params)
         return Ranking(
-            ranked=self._ranked(utility), suppressed_stale=suppressed, terms=tuple(terms)
+            ranked=self._ranked(utility, limit), suppressed_stale=suppressed, terms=tuple(terms)
         )
 
-    def _ranked(self, utility: dict[int, float]) -> list[tuple[str, float]]:
-        """(key, utility) of the items with a positive utility, best first, ties by key."""
+    def _ranked(self, utility: dict[int, float], limit: int | None) -> list[tuple[str, float]]:
+        """(key, utility) of the (``limit`` best) items with a positive utility, best first,
+        ties by key."""
         docs = self._slot_docs
+        if limit is not None and len(utility) > limit:
+            return [(docs[s].key, utility[s]) for s in self._top(utility, limit, positive=True)]  # type: ignore[union-attr]
         ranked = [(docs[s].key, u) for s, u in utility.items() if u > 0]  # type: ignore[union-attr]
         # Two stable sorts on C-level keys: by key, then by utility descending.
         ranked.sort(key=itemgetter(0))
@@ -646,22 +654,31 @@ class MemoryIndex:
         return slots[order]
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
+        return [(s, utility[s]) for s in self._top(utility, n)]
+
+    def _top(self, utility: dict[int, float], n: int, *, positive: bool = False) -> list[int]:
+        """The slots of the ``n`` best utilities (``positive``: only those above 0), best
+        first, ties by key."""
         if not utility or n <= 0:
             return []
         slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
         values = np.fromiter(utility.values(), dtype=np.float64, count=len(utility))
-        if len(slots) > n:
-            threshold = np.partition(values, len(values) - n)[len(values) - n]
-            keep = values >= threshold
+        if positive:
+            keep = values > 0
             slots, values = slots[keep], values[keep]
-        return [(int(s), utility[int(s)]) for s in self._ordered(slots, values)[:n]]
+        return self._largest(slots, values, n)
 
     def _top_slots(self, values: np.ndarray, n: int) -> list[int]:
         """Slots of the ``n`` largest positive values, best first, ties broken by key."""
         positive = np.flatnonzero(values > 0)
-        if not len(positive) or n <= 0:
+        return self._largest(positive, values[positive], n)
+
+    def _largest(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
+        """The ``n`` of ``slots`` with the largest ``values``, best first, ties by key."""
+        if not len(slots) or n <= 0:
             return []
-        if len(positive) > n:
-            threshold = np.partition(values[positive], len(positive) - n)[len(positive) - n]
-            positive = positive[values[positive] >= threshold]
-        return self._ordered(positive, values[positive])[:n].tolist()
+        if len(slots) > n:
+            threshold = np.partition(values, len(values) - n)[len(values) - n]
+            keep = values >= threshold
+            slots, values = slots[keep], values[keep]
+        return self._ordered(slots, values)[:n].tolist()
