@@ -26,6 +26,8 @@ B = 0.75
 EPSILON = 0.25
 # Extra weight, in multiples of the term's IDF, for a query identifier found whole in a
 # document: "order_repository" should beat a document that only says "order" and "repository".
+# Distinct known query terms up to which matches are tallied as bit masks (a table of 2^n sums).
+MATCH_TERMS_MAX = 12
 IDENTIFIER_BOOST = 1.0
 
 
@@ -259,12 +261,38 @@ class BM25Index:
     def matched_weight(self, query: Sequence[str]) -> np.ndarray:
         """Per slot, the smoothed IDF summed over the distinct query terms it contains: tells a
         match from a miss (and a rare match from a common one) where BM25 scores are zero."""
+        table = self.match_table(query)
+        if table is not None:
+            mask, sums = table
+            return sums[mask]
         weights = np.zeros(len(self._keys))
         for term in sorted(set(query)):
             arrays = self._posting_array(term)
             if arrays is not None:
                 weights[arrays[0]] += self.smooth_idf(term)
         return weights
+
+    def match_table(self, query: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Which of the query's distinct known terms each slot contains, as a bit mask per slot
+        (bit i: the i-th of them in sorted order), and for each mask the sum of their smoothed
+        IDFs (what ``matched_weight`` gives a slot holding those terms; added in the same
+        order, so equal to the float). None past ``MATCH_TERMS_MAX`` terms: the table would
+        outgrow the corpus."""
+        self._refresh()
+        terms = [t for t in sorted(set(query)) if self._postings.get(t)]
+        if len(terms) > MATCH_TERMS_MAX:
+            return None
+        mask = np.zeros(len(self._keys), dtype=np.uint16)
+        masks = np.arange(1 << len(terms), dtype=np.uint16)
+        sums = np.zeros(len(masks))
+        for bit, term in enumerate(terms):
+            arrays = self._posting_array(term)
+            assert arrays is not None
+            mask[arrays[0]] |= np.uint16(1 << bit)
+            # Adding 0.0 where the bit is clear leaves the sum as it is: the same float as
+            # adding the term's weight only to the slots that hold it.
+            sums += ((masks >> bit) & 1) * self.smooth_idf(term)
+        return mask, sums
 
     def scores(self, query: Sequence[str]) -> dict[str, float]:
         """Scores by key for every live document (mainly for tests and small corpora)."""

@@ -387,7 +387,7 @@ class MemoryIndex:
         visible, stale = self.masks(visibility)
         relevance, matched = self._lexical(query, terms, params)
         suppressed = int(np.count_nonzero((matched > 0) & stale))
-        relevance = np.where(visible, relevance, 0.0)
+        relevance = relevance * visible
 
         # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
         pool = self._top_slots(relevance, params.pool)
@@ -431,13 +431,19 @@ class MemoryIndex:
         dense = self.bm25.dense_scores(
             terms, boost_identifiers=identifiers(query), b=params.length_norm
         )
-        matched = self.bm25.matched_weight(terms)
+        table = self.bm25.match_table(terms)
+        matched = self.bm25.matched_weight(terms) if table is None else table[1][table[0]]
         # Okapi BM25 gives a term found in half of the documents zero weight, which in a small
         # project is most terms: a match must still beat a miss, a rare match a common one.
         relevance = dense + 1e-2 * matched
         if params.coordination > 0:
             total = sum(self.bm25.smooth_idf(t) for t in set(terms))
-            if total > 0:
+            if total > 0 and table is not None:
+                # The coverage factor once per set of matched terms, then looked up per slot
+                # (zero where no term matched).
+                mask, sums = table
+                relevance = relevance * ((sums / total) ** params.coordination)[mask]
+            elif total > 0:
                 # Zero where no query term matched: the rest is computed on the matches only.
                 hit = np.flatnonzero(matched)
                 covered = np.zeros_like(relevance)

@@ -6,13 +6,14 @@ import ast
 import pathlib
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from graph_app.domain.activation import spread_activation
-from graph_app.domain.bm25 import BM25Index
+from graph_app.domain.bm25 import MATCH_TERMS_MAX, BM25Index
 from graph_app.domain.packing import PackItem, pack
 from graph_app.domain.profiles import CODE, DIALOGUE
 from graph_app.domain.render import best_passage, citable_external_id, episode_citation
@@ -155,6 +156,50 @@ def test_incremental_updates_score_like_a_fresh_build():
         fresh.upsert(key, tokenize(text))
     query = tokenize("order email billing tokens")
     assert index.scores(query) == fresh.scores(query)
+
+
+words = st.sampled_from(
+    [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "eps",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lam",
+        "mu",
+        "nu",
+        "xi",
+    ]
+)
+
+
+@settings(max_examples=60)
+@given(
+    docs=st.lists(st.lists(words, min_size=1, max_size=8), min_size=1, max_size=25),
+    query=st.lists(words | st.sampled_from(["unknown", "absent"]), min_size=1, max_size=16),
+)
+def test_matches_tallied_as_bit_masks_weigh_exactly_what_adding_the_weights_gives(docs, query):
+    index = BM25Index()
+    for i, doc in enumerate(docs):
+        index.upsert(f"d{i}", doc)
+    # The sum of each slot's terms' smoothed IDFs, added term by term in sorted order.
+    expected = np.zeros(index.n_slots)
+    for term in sorted(set(query)):
+        for i, doc in enumerate(docs):
+            if term in doc:
+                expected[index.slot(f"d{i}")] += index.smooth_idf(term)
+    table = index.match_table(query)
+    known = {t for t in query if index.document_frequency(t)}
+    assert (table is None) == (len(known) > MATCH_TERMS_MAX)
+    assert np.array_equal(index.matched_weight(query), expected)  # equal floats, not close
+    if table is not None:
+        mask, _ = table
+        assert np.array_equal(mask != 0, expected > 0)
 
 
 # --- activation -----------------------------------------------------------------------------
