@@ -175,10 +175,6 @@ class Ranking:
 DEFAULT_PARAMS = RankParams()
 
 
-def _shown(slot: int | None, visible: bytes) -> bool:
-    return slot is not None and visible[slot] != 0
-
-
 class MemoryIndex:
     """The tokenized documents of one project, kept searchable under single-document updates."""
 
@@ -187,12 +183,18 @@ class MemoryIndex:
         self.docs: dict[str, MemoryDoc] = {}
         self._slot_docs: list[MemoryDoc | None] = []
         # The entity graph, nodes keyed by lower-cased entity id: the items about each node
-        # (facts by subject, episodes by listed entity or by mention) and its edges.
-        self._items_of: dict[str, dict[str, float]] = {}  # node -> item key -> salience
-        self._mentioned_by: dict[str, set[str]] = {}  # identifier -> episodes naming it
-        self._edges_of: dict[str, dict[str, str]] = {}  # node -> fact key -> other node
-        self._refs: dict[str, dict[str, str]] = {}  # object_ref -> fact key -> subject node
-        self._out_refs: dict[str, dict[str, str]] = {}  # subject node -> fact key -> object_ref
+        # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
+        # holds its item's slot (slots are never reused): ranking checks visibility by slot.
+        # node -> item key -> (slot, salience)
+        self._items_of: dict[str, dict[str, tuple[int, float]]] = {}
+        # identifier -> episode naming it -> (slot, salience)
+        self._mentioned_by: dict[str, dict[str, tuple[int, float]]] = {}
+        # node -> fact key -> (other node, slot)
+        self._edges_of: dict[str, dict[str, tuple[str, int]]] = {}
+        # object_ref -> fact key -> (subject node, slot)
+        self._refs: dict[str, dict[str, tuple[str, int]]] = {}
+        # subject node -> fact key -> (object_ref, slot)
+        self._out_refs: dict[str, dict[str, tuple[str, int]]] = {}
         self._streams: dict[str, dict[int, str]] = {}
         self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
@@ -218,27 +220,29 @@ class MemoryIndex:
             self._slot_docs.append(None)
         self._slot_docs[slot] = doc
         self.docs[doc.key] = doc
-        self._link(doc)
+        self._link(doc, slot)
         if doc.stream is not None and doc.position is not None:
             self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
         self._titled.update(set(doc.title_terms))
         self._set_columns(slot, doc)
 
-    def _link(self, doc: MemoryDoc) -> None:
+    def _link(self, doc: MemoryDoc, slot: int) -> None:
+        item = (slot, doc.salience)
         if doc.kind == "fact" and doc.subject:
-            self._items_of.setdefault(doc.subject.lower(), {})[doc.key] = doc.salience
+            self._items_of.setdefault(doc.subject.lower(), {})[doc.key] = item
         if doc.kind == "episode":
             for entity in doc.entities:
-                self._items_of.setdefault(entity.lower(), {})[doc.key] = doc.salience
+                self._items_of.setdefault(entity.lower(), {})[doc.key] = item
             for name in doc.mentions:
-                self._mentioned_by.setdefault(name, set()).add(doc.key)
+                self._mentioned_by.setdefault(name, {})[doc.key] = item
         if doc.edge:
             a, b = (end.lower() for end in doc.edge)
-            self._edges_of.setdefault(a, {})[doc.key] = b
-            self._edges_of.setdefault(b, {})[doc.key] = a
+            self._edges_of.setdefault(a, {})[doc.key] = (b, slot)
+            self._edges_of.setdefault(b, {})[doc.key] = (a, slot)
         elif doc.object_ref and doc.subject:
-            self._refs.setdefault(doc.object_ref, {})[doc.key] = doc.subject.lower()
-            self._out_refs.setdefault(doc.subject.lower(), {})[doc.key] = doc.object_ref
+            subject = doc.subject.lower()
+            self._refs.setdefault(doc.object_ref, {})[doc.key] = (subject, slot)
+            self._out_refs.setdefault(subject, {})[doc.key] = (doc.object_ref, slot)
 
     def _unlink(self, doc: MemoryDoc) -> None:
         if doc.subject:
@@ -246,7 +250,7 @@ class MemoryIndex:
         for entity in doc.entities:
             self._items_of.get(entity.lower(), {}).pop(doc.key, None)
         for name in doc.mentions:
-            self._mentioned_by.get(name, set()).discard(doc.key)
+            self._mentioned_by.get(name, {}).pop(doc.key, None)
         if doc.edge:
             for end in doc.edge:
                 self._edges_of.get(end.lower(), {}).pop(doc.key, None)
@@ -273,35 +277,23 @@ class MemoryIndex:
     def _neighbours(self, node: str, visible: bytes) -> list[str]:
         """The entities one visible edge away from ``node``, both directions: linked edges, and
         facts whose object value names an entity (either end). ``visible``: one byte per slot."""
-        slots = self.bm25.slots
-        out = [
-            other
-            for fact_key, other in self._edges_of.get(node, {}).items()
-            if _shown(slots.get(fact_key), visible)
-        ]
-        out.extend(
-            subject
-            for fact_key, subject in self._refs.get(node, {}).items()
-            if _shown(slots.get(fact_key), visible)
-        )
+        out = [other for other, slot in self._edges_of.get(node, {}).values() if visible[slot]]
+        out.extend(subject for subject, slot in self._refs.get(node, {}).values() if visible[slot])
         out.extend(
             ref
-            for fact_key, ref in self._out_refs.get(node, {}).items()
-            if self.is_entity(ref) and _shown(slots.get(fact_key), visible)
+            for ref, slot in self._out_refs.get(node, {}).values()
+            if self.is_entity(ref) and visible[slot]
         )
         return out
 
-    def _items_about(self, node: str) -> dict[str, float]:
-        """The items about an entity with their salience: facts of which it is the subject,
+    def _items_about(self, node: str) -> Iterable[tuple[int, float]]:
+        """The items about an entity as (slot, salience): facts of which it is the subject,
         episodes that list it or name it."""
         items = self._items_of.get(node, {})
         mentioned = self._mentioned_by.get(node)
         if not mentioned:
-            return items
-        items = dict(items)
-        for key in mentioned:
-            items.setdefault(key, self.docs[key].salience)
-        return items
+            return items.values()
+        return {**mentioned, **items}.values()
 
     def subset(self, keep: Iterable[str]) -> MemoryIndex:
         """A new index over some of these documents (tokens are reused, not recomputed)."""
@@ -592,19 +584,14 @@ class MemoryIndex:
         strongest one's (a hub's items do not pile up bonuses), when sharpening would not erase
         it."""
         lent: dict[int, float] = {}
-        slots, bonus_min = self.bm25.slots, params.bonus_min
+        bonus_min = params.bonus_min
         for entity, value in strongest:
             strength = params.activation_weight * value
             if strength < bonus_min:
                 break  # strongest first: the rest lend even less
-            for key, salience in self._items_about(entity).items():
+            for item_slot, salience in self._items_about(entity):
                 bonus = strength * salience
-                if bonus < bonus_min:
-                    continue
-                item_slot = slots.get(key)
-                if item_slot is None or not visible[item_slot]:
-                    continue
-                if bonus > lent.get(item_slot, 0.0):
+                if bonus >= bonus_min and visible[item_slot] and bonus > lent.get(item_slot, 0.0):
                     lent[item_slot] = bonus
         return lent
 
