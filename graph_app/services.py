@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 from django.conf import settings
@@ -216,15 +216,11 @@ def _entity_sealed(write: GraphWrite, entity: Entity, action: ChangeAction) -> N
     write.append(action, RecordType.ENTITY, entity.slug, entity_sha256(entity, write.project))
 
 
-def _entities_ensure(write: GraphWrite, slugs: Sequence[str]) -> list[Entity]:
-    """The entities named, creating the missing ones, in two queries whatever their number."""
+def _entity_ids_ensure(write: GraphWrite, slugs: Sequence[str]) -> list[int]:
+    """The row ids of the entities named, creating the missing ones, in two queries whatever
+    their number."""
     project = write.project
-    fields = sql.field_names(Entity)
-    statement = (
-        f"{sql.select(Entity, fields)} WHERE {sql.column(Entity, 'project')} = %s "
-        f"AND {sql.column(Entity, 'slug')} IN ({', '.join(['%s'] * len(slugs))})"
-    )
-    found = {e.slug: e for e in sql.instances(Entity, fields, statement, [project.pk, *slugs])}
+    found = dict(sql.fetch(_entity_ids_sql(len(slugs)), [project.pk, *slugs]))
     missing = [
         Entity(project=project, slug=slug, name=slug, created_at=write.now)
         for slug in slugs
@@ -235,8 +231,18 @@ def _entities_ensure(write: GraphWrite, slugs: Sequence[str]) -> list[Entity]:
         for entity in missing:
             _entity_sealed(write, entity, ChangeAction.CREATED)
         created = Entity.objects.filter(project=project, slug__in=[e.slug for e in missing])
-        found.update((e.slug, e) for e in created)
+        found.update(created.values_list("slug", "pk"))
     return [found[slug] for slug in slugs]
+
+
+@lru_cache(maxsize=64)
+def _entity_ids_sql(count: int) -> str:
+    """(slug, row id) of ``count`` entities of a project (its id, then their slugs)."""
+    return (
+        f"SELECT {sql.columns(Entity, ('slug', 'pk'))} FROM {sql.table(Entity)} "
+        f"WHERE {sql.column(Entity, 'project')} = %s "
+        f"AND {sql.column(Entity, 'slug')} IN ({', '.join(['%s'] * count)})"
+    )
 
 
 @takes(EntityUpsertInput)
@@ -717,11 +723,12 @@ def _episode_insert(write: GraphWrite, params: EpisodeRecordInput) -> Episode:
     _episode_seal(episode)
     sql.insert(episode)
     if params.files_touched:
-        sql.insert_many([EpisodeFile(episode=episode, path=path) for path in params.files_touched])
+        files = [(episode.id, path) for path in params.files_touched]
+        sql.insert_rows(EpisodeFile, ("episode", "path"), files)
     if params.entities_mentioned:
-        links = Episode.entities.through
-        mentioned = _entities_ensure(write, params.entities_mentioned)
-        sql.insert_many([links(episode_id=episode.id, entity_id=entity.pk) for entity in mentioned])
+        ids = _entity_ids_ensure(write, params.entities_mentioned)
+        links = [(episode.id, entity_id) for entity_id in ids]
+        sql.insert_rows(Episode.entities.through, ("episode", "entity"), links)
     # Its file rows and entity links index files_touched and entities_mentioned, which the
     # hash covers: verification requires them to be exactly those.
     write.append(ChangeAction.RECORDED, RecordType.EPISODE, episode.id, episode.sha256)
