@@ -235,9 +235,22 @@ class BM25Index:
             cached = self._contributions[(term, b)] = (slots, score)
         return cached
 
-    def term_scores(self, term: str, slots: np.ndarray, *, b: float | None = None) -> np.ndarray:
+    def norms(self, slots: np.ndarray, *, b: float | None = None) -> np.ndarray:
+        """The length normalisation of the documents at ``slots`` (``b`` as in
+        ``dense_scores``): what ``term_scores`` divides by, for several terms' calls."""
+        self._refresh()
+        return self._norm(b)[slots]
+
+    def term_scores(
+        self,
+        term: str,
+        slots: np.ndarray,
+        *,
+        b: float | None = None,
+        norm: np.ndarray | None = None,
+    ) -> np.ndarray:
         """BM25Okapi contribution of one query term to the documents at ``slots`` (``b`` as in
-        ``dense_scores``)."""
+        ``dense_scores``; ``norm``: ``norms(slots, b=b)`` when already computed)."""
         self._refresh()
         arrays = self._posting_array(term)
         if arrays is None or not len(slots):
@@ -246,7 +259,8 @@ class BM25Index:
         where = np.minimum(np.searchsorted(sorted_slots, slots), len(sorted_slots) - 1)
         found = sorted_slots[where] == slots
         tfs = np.where(found, sorted_tfs[where], 0.0)
-        norm = self._norm(b)[slots]
+        if norm is None:
+            norm = self._norm(b)[slots]
         return self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
 
     def smooth_idf(self, term: str) -> float:

@@ -466,17 +466,18 @@ class MemoryIndex:
     ) -> dict[int, float]:
         """Scores of the pool, with the most distinctive terms of its best items added to the
         query at a lower weight (pseudo-relevance feedback)."""
-        scores = {slot: float(relevance[slot]) for slot in pool}
+        slots = np.asarray(pool, dtype=np.int64)
+        base = relevance[slots]
         if not (pool and params.prf_docs and params.prf_terms and params.prf_weight > 0):
-            return scores
+            return dict(zip(pool, base.tolist(), strict=True))
         expansion = self._feedback_terms(pool[: params.prf_docs], terms, params)
         if not expansion:
-            return scores
-        slots = np.asarray(pool, dtype=np.int64)
+            return dict(zip(pool, base.tolist(), strict=True))
         extra = np.zeros(len(pool))
+        norm = self.bm25.norms(slots, b=params.length_norm)
         for term, weight in expansion:
-            extra += weight * self.bm25.term_scores(term, slots, b=params.length_norm)
-        return {slot: scores[slot] + float(e) for slot, e in zip(pool, extra, strict=True)}
+            extra += weight * self.bm25.term_scores(term, slots, b=params.length_norm, norm=norm)
+        return dict(zip(pool, (base + extra).tolist(), strict=True))
 
     def _named_entities(self, query: str) -> list[str]:
         """The entities of the graph the query names (whole words or identifiers)."""
