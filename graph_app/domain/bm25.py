@@ -102,6 +102,11 @@ class BM25Index:
     def key(self, slot: int) -> str | None:
         return self._keys[slot]
 
+    @property
+    def slot_keys(self) -> list[str | None]:
+        """Key by slot, None for a removed document (read-only use: sorts by key)."""
+        return self._keys
+
     def keys(self) -> list[str]:
         return list(self._slot_of)
 

@@ -55,7 +55,6 @@ _FILL = {
     "start": -INF,
     "until": INF,
     "closed": INF,
-    "key": "",
 }
 
 
@@ -205,8 +204,6 @@ class MemoryIndex:
             "start": np.full(64, -INF),
             "until": np.full(64, INF),
             "closed": np.full(64, INF),
-            # Keys as a column so that ties are broken by key inside numpy.
-            "key": np.full(64, "", dtype="<U64"),
         }
 
     def __len__(self) -> int:
@@ -318,7 +315,6 @@ class MemoryIndex:
         a["start"][slot] = doc.valid_from
         a["until"][slot] = doc.valid_until
         a["closed"][slot] = doc.closed_at
-        a["key"][slot] = doc.key
 
     def masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
         """(visible, stale) per slot. Stale: a fact hidden because it had been closed."""
@@ -637,15 +633,27 @@ class MemoryIndex:
         doc = self._slot_docs[slot]
         return doc.key if doc is not None else ""
 
-    def _ordered(self, slots: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """``slots`` sorted by value (descending), ties by key: the order never depends on
-        where a document happens to be stored."""
+    def _ordered(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
+        """The first ``n`` of ``slots`` sorted by value (descending), ties by key: the order
+        never depends on where a document happens to be stored."""
         order = np.argsort(-values, kind="stable")
         ordered = values[order]
-        if len(ordered) > 1 and bool(np.any(ordered[1:] == ordered[:-1])):
-            # Ties: the key decides (compared only then: comparing strings costs).
-            order = np.lexsort((self._arrays["key"][slots], -values))
-        return slots[order]
+        out: list[int] = slots[order].tolist()
+        if len(out) < 2:
+            return out[:n]
+        same = ordered[1:] == ordered[:-1]
+        if not same.any():
+            return out[:n]
+        # Each run of equal values, from its first position to its last, sorted by key: only
+        # the tied documents' keys are compared.
+        flags = np.concatenate(([False], same, [False])).astype(np.int8)
+        edges = np.flatnonzero(np.diff(flags)).tolist()
+        key_of = self.bm25.slot_keys.__getitem__
+        for first, last in zip(edges[::2], edges[1::2], strict=True):
+            if first >= n:
+                break  # runs past the first n do not change them
+            out[first : last + 1] = sorted(out[first : last + 1], key=key_of)  # type: ignore[arg-type]
+        return out[:n]
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
         return [(s, utility[s]) for s in self._top(utility, n)]
@@ -675,4 +683,4 @@ class MemoryIndex:
             threshold = np.partition(values, len(values) - n)[len(values) - n]
             keep = values >= threshold
             slots, values = slots[keep], values[keep]
-        return self._ordered(slots, values)[:n].tolist()
+        return self._ordered(slots, values, n)

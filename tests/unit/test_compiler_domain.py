@@ -369,6 +369,26 @@ def test_ties_are_broken_by_the_whole_key_past_the_first_columns():
     assert [k for k, _ in index.rank("ledger entries", Visibility(), ten).ranked] == keys[:10]
 
 
+@settings(max_examples=80)
+@given(
+    values=st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.75, 1.0]), min_size=1, max_size=60),
+    seed=st.randoms(use_true_random=False),
+)
+def test_ranked_slots_follow_the_value_then_the_key_whatever_the_storage_order(values, seed):
+    index = MemoryIndex()
+    keys = [f"episode:{i:03d}" for i in range(len(values))]
+    stored = list(keys)
+    seed.shuffle(stored)
+    for key in stored:
+        index.upsert(MemoryDoc(key=key, kind="episode", tokens=("x",)))
+    value_of = dict(zip(keys, values, strict=True))
+    slots = np.array([index.bm25.slot(k) for k in stored])
+    first = seed.randint(1, len(keys))
+    ordered = index._ordered(slots, np.array([value_of[k] for k in stored]), first)
+    expected = sorted(keys, key=lambda k: (-value_of[k], k))[:first]
+    assert [index.bm25.key(s) for s in ordered] == expected
+
+
 # --- packing --------------------------------------------------------------------------------
 
 
