@@ -108,30 +108,51 @@ def _key_order(keys: tuple[Any, ...]) -> tuple[tuple[str, str], ...] | None:
 
 
 def _flat(record: dict[Any, Any]) -> str | None:
-    """A dict of plain scalars under ASCII keys (a graph record's or a change's form) in one
-    pass; None when the record is anything else (the general writer takes it)."""
+    """A dict under ASCII keys whose values are plain scalars, lists and such dicts (a graph
+    record's, a change's or a trace's form) in one pass; None when the record holds anything
+    else (the general writer takes it)."""
     order = _key_order(tuple(record))
     if order is None:
         return None
     parts = []
     for key, head in order:
         value = record[key]
-        kind = type(value)
-        if kind is str:
+        if type(value) is str:
             parts.append(head + encode_basestring(value))
-        elif value is None:
-            parts.append(head + "null")
-        elif value is True:
-            parts.append(head + "true")
-        elif value is False:
-            parts.append(head + "false")
-        elif kind is float:
-            parts.append(head + number_json(value))
-        elif kind is int and -_INT_LIMIT <= value <= _INT_LIMIT:
-            parts.append(head + str(value))
-        else:
+            continue
+        text = _compact(value)
+        if text is None:
             return None
+        parts.append(head + text)
     return "{" + ",".join(parts) + "}"
+
+
+def _compact(value: Any) -> str | None:
+    """``value`` as ``_flat`` writes it, or None when it cannot."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)  # type: ignore[no-any-return]
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is float:
+        return number_json(value)
+    if kind is int and -_INT_LIMIT <= value <= _INT_LIMIT:
+        return str(value)
+    if kind is dict:
+        return _flat(value)
+    if kind is list or kind is tuple:
+        items = []
+        for item in value:
+            text = _compact(item)
+            if text is None:
+                return None
+            items.append(text)
+        return "[" + ",".join(items) + "]"
+    return None
 
 
 def sha256_hex(data: bytes) -> str:
