@@ -568,6 +568,9 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     # Previews weigh the terms the ranking used (a derived word form as its known stem).
     terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}
+    # A related term counts at its share: the passage naming "Spain" for "European countries".
+    for term, share in ranking.related:
+        weights.setdefault(term, share * index.bm25.smooth_idf(term))
     return _Ranked(-1, ranking, payloads, weights, {}, {}, profile)
 
 

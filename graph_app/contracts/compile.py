@@ -68,7 +68,8 @@ class CompileInput(Input):
             description="How the query is read. `code` (default): every word but English stop "
             'words counts ("what kind of cache", "return type"). `dialogue`, for memory made '
             'of conversation turns: chat fillers and question scaffolding ("what kind of", '
-            '"how many times", "did ... mention") are dropped too.'
+            '"how many times", "did ... mention") are dropped too, and each word also reads as '
+            'the words of the memory nearest to it in meaning ("countries" finds "Spain").'
         ),
     ] = "code"
     order: Annotated[

@@ -8,8 +8,11 @@ belongs to a profile, not to the tokenizer every query meets:
 
 - ``code`` (the default): drops nothing beyond English stop words. For agents asking about a
   codebase's memory.
-- ``dialogue``: also drops chat fillers and question scaffolding. For memory made of
-  conversation turns (``manage.py locomo_eval`` uses it).
+- ``dialogue``: also drops chat fillers and question scaffolding, and reads each query word as
+  also meaning the corpus's words nearest to it (``termvectors.py``): people say "Spain" when
+  asked about "European countries". For memory made of conversation turns (``manage.py
+  locomo_eval`` uses it). The code profile keeps to the words an agent wrote: near an
+  identifier or a service name, a neighbour in meaning is another thing, not a synonym.
 
 The dialogue profile's packing constants were chosen by cross-validation across LoCoMo
 conversations (tuned on four, measured on the fifth, each in turn); the code profile keeps the
@@ -87,9 +90,10 @@ DIALOGUE = Profile(
     rank=RankParams(
         drop=stems(DIALOGUE_SCAFFOLDING + DIALOGUE_FILLERS),
         before_since=1.0,
-        stream_weight=0.8,
+        stream_weight=0.5,
         title_prior=0.85,
         length_norm=0.5,
+        related_weight=0.35,
     ),
     full_share=0.1,
     preview_tokens=6,

@@ -4,7 +4,7 @@
 ``MemoryDoc`` values) and keeps them searchable as they change, one document at a time.
 ``MemoryIndex.rank`` turns a query into a utility per document:
 
-1. Okapi BM25 over the code-aware tokens, whole identifiers boosted (``bm25.py``);
+1. Okapi BM25 over the code-aware tokens, whole identifiers boosted (``bm25.py``).
 2. pseudo-relevance feedback: the most distinctive terms of the best few documents are added
    to the query at a lower weight, so words the query did not use but its best answers share
    still count;
@@ -13,6 +13,9 @@
    its best documents (a share of their relevance): the items about the entities reached are
    relevant by activation x salience (invariants, decisions and bug causes first), beside their
    relevance by words, surfacing what the query did not name (``activation.py``);
+   Related terms (``termvectors.py``, on in the dialogue profile) add the BM25 score of the
+   corpus terms nearest in meaning to each query term at a share of it, so an answer in other
+   words ("Spain" for "European countries") is found too;
 4. stream neighbours: an episode that is part of a stream (a conversation, a migration log)
    lends part of its relevance to the episodes just before and after it, which often hold the
    answer to the question it raised or the context it relies on.
@@ -38,12 +41,14 @@ import numpy as np
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.activation import strongest as by_strength
 from graph_app.domain.bm25 import BM25Index
+from graph_app.domain.termvectors import term_vectors
 from graph_app.domain.tokenize import (
     identifiers,
     plain_words,
     query_words,
     since_date,
     stem,
+    stems,
     tokenize_query,
 )
 
@@ -161,6 +166,13 @@ class RankParams:
     # form of a word should not lose it. 0: off.
     derived_min: int = 7
     derived_extra: int = 3
+    # Related terms: each query term (a title excepted: a name has no synonyms) also reads as
+    # up to ``related_terms`` of the corpus's terms whose vectors are at least ``related_min``
+    # similar to its own; a document gains ``related_weight`` x the best similarity x BM25
+    # score among them, per query term. 0: off.
+    related_weight: float = 0.0
+    related_min: float = 0.45
+    related_terms: int = 8
 
 
 @dataclass(frozen=True)
@@ -169,9 +181,114 @@ class Ranking:
     suppressed_stale: int
     # The query's terms as ranked (a derived word form read as its known stem).
     terms: tuple[str, ...] = ()
+    # The related terms it was also read as, with their share of a query term's weight.
+    related: tuple[tuple[str, float], ...] = ()
 
 
 DEFAULT_PARAMS = RankParams()
+
+
+# Words that name a time or a count: a neighbouring one ("month" for "year", "fourth" for
+# "third") is another answer, not another wording of the same one, so they are never related
+# terms, either way.
+_FIXED_WORDS = (
+    "year",
+    "years",
+    "month",
+    "months",
+    "week",
+    "weeks",
+    "weekend",
+    "day",
+    "days",
+    "today",
+    "yesterday",
+    "tomorrow",
+    "tonight",
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "ago",
+    "last",
+    "next",
+    "recent",
+    "recently",
+    "lately",
+    "soon",
+    "later",
+    "earlier",
+    "time",
+    "times",
+    "hour",
+    "hours",
+    "minute",
+    "minutes",
+    "decade",
+    "century",
+    "annual",
+    "daily",
+    "weekly",
+    "monthly",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "twenty",
+    "hundred",
+    "thousand",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "once",
+    "twice",
+)
+_FIXED_TERMS = stems(_FIXED_WORDS)
+
+
+def _shares(
+    related: list[tuple[str, list[tuple[str, float]]]], weight: float
+) -> tuple[tuple[str, float], ...]:
+    """Each related term once, with its largest share of a query term's weight."""
+    best: dict[str, float] = {}
+    for _term, near in related:
+        for other, similarity in near:
+            best[other] = max(best.get(other, 0.0), weight * similarity)
+    return tuple(sorted(best.items()))
 
 
 class MemoryIndex:
@@ -375,13 +492,19 @@ class MemoryIndex:
         visible, stale = self.masks(visibility)
         relevance, matched = self._lexical(query, terms, params)
         suppressed = int(np.count_nonzero((matched > 0) & stale))
+        related = self._related(terms, params)
+        if related:
+            relevance = self._with_related(relevance, related, params)
         relevance = relevance * visible
+        shares = _shares(related, params.related_weight)
 
         # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
         pool = self._top_slots(relevance, params.pool)
         named = self._named_entities(query)
         if not pool and not named:
-            return Ranking(ranked=[], suppressed_stale=suppressed, terms=tuple(terms))
+            return Ranking(
+                ranked=[], suppressed_stale=suppressed, terms=tuple(terms), related=shares
+            )
         scores = self._with_feedback(pool, terms, relevance, params)
         top = self._best(scores, params.candidates)
         best = top[0][1] if top else 1.0
@@ -396,7 +519,10 @@ class MemoryIndex:
         if since is not None:
             self._prefer_since(utility, since, params)
         return Ranking(
-            ranked=self._ranked(utility, limit), suppressed_stale=suppressed, terms=tuple(terms)
+            ranked=self._ranked(utility, limit),
+            suppressed_stale=suppressed,
+            terms=tuple(terms),
+            related=shares,
         )
 
     def _ranked(self, utility: dict[int, float], limit: int | None) -> list[tuple[str, float]]:
@@ -438,6 +564,52 @@ class MemoryIndex:
                 covered[hit] = relevance[hit] * (matched[hit] / total) ** params.coordination
                 relevance = covered
         return relevance, matched
+
+    def _related(
+        self, terms: list[str], params: RankParams
+    ) -> list[tuple[str, list[tuple[str, float]]]]:
+        """Each distinct query term with the corpus terms nearest to it in meaning (none for a
+        title term, none that is a query or a title term itself)."""
+        if params.related_weight <= 0:
+            return []
+        table = term_vectors()
+        query = set(terms)
+        titled = self._titled
+
+        def excluded(term: str) -> bool:
+            return term in query or term in titled or term in _FIXED_TERMS
+
+        out = []
+        for term in sorted(query):
+            if term in titled or term in _FIXED_TERMS:
+                continue
+            near = table.neighbours(
+                term,
+                known=self.bm25.document_frequency,
+                min_similarity=params.related_min,
+                limit=params.related_terms,
+                exclude=excluded,
+            )
+            if near:
+                out.append((term, near))
+        return out
+
+    def _with_related(
+        self,
+        relevance: np.ndarray,
+        related: list[tuple[str, list[tuple[str, float]]]],
+        params: RankParams,
+    ) -> np.ndarray:
+        """``relevance`` plus, per query term, the best of its related terms' BM25 scores
+        weighted by similarity (one related word found is enough; several do not add up)."""
+        extra = np.zeros_like(relevance)
+        for _term, near in related:
+            best = np.zeros_like(relevance)
+            for other, similarity in near:
+                scores = self.bm25.dense_scores([other], b=params.length_norm)
+                np.maximum(best, similarity * scores, out=best)
+            extra += best
+        return relevance + params.related_weight * extra
 
     def _derived(self, query: str, terms: list[str], params: RankParams) -> list[str]:
         """``terms`` with the stem of each unknown word of the query that extends a known stem

@@ -22,7 +22,16 @@ from graph_app.domain.tokenize import date_terms, identifiers, tokenize, tokeniz
 from memoryproject.tokens import count_tokens
 
 DOMAIN = pathlib.Path(__file__).resolve().parents[2] / "graph_app" / "domain"
-MINE = ["tokenize", "bm25", "activation", "packing", "retrieval", "render"]
+MINE = [
+    "tokenize",
+    "bm25",
+    "activation",
+    "packing",
+    "retrieval",
+    "render",
+    "termvectors",
+    "distill",
+]
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -670,8 +679,9 @@ def test_a_derived_form_of_a_known_word_finds_it(profile):
     assert "himalaya" in ranking.terms and "himalayan" not in ranking.terms
     found = index.rank("entrepreneurial plans", Visibility(), profile.rank).ranked
     assert found[0][0] == "episode:1"
-    # Off, the unknown words match nothing.
-    off = replace(profile.rank, derived_min=0)
+    # Off (and related terms off, which relate "trip" to "trekked"), the unknown words match
+    # nothing.
+    off = replace(profile.rank, derived_min=0, related_weight=0.0)
     assert index.rank("Himalayan trip", Visibility(), off).ranked == []
 
 
@@ -681,3 +691,77 @@ def test_a_known_word_and_a_short_stem_are_never_read_as_another():
     assert [k for k, _ in index.rank("musicians", Visibility()).ranked] == ["episode:0"]
     # "catalogue" does not become "cat": a stem shorter than five letters is too loose.
     assert index.rank("catalogue", Visibility()).ranked == []
+
+
+# --- related terms --------------------------------------------------------------------------
+
+
+def _trip_index():
+    return _notes_index(
+        [
+            "Last year I took a solo trip and took this pic in Spain.",
+            "The castle tour in England was magical.",
+            "We cooked pasta at home tonight.",
+            "The weather stayed grey all week.",
+        ]
+    )
+
+
+def test_the_dialogue_profile_finds_an_answer_in_other_words():
+    question = "What European countries has she been to?"
+    index = _trip_index()
+    ranking = index.rank(question, Visibility(), DIALOGUE.rank)
+    found = [key for key, _ in ranking.ranked]
+    # Neither turn says "European" or "country": the shipped vectors relate the words.
+    assert set(found[:2]) == {"episode:0", "episode:1"}
+    assert {"spain", "england"} <= {term for term, _ in ranking.related}
+    # Off, nothing matches the question's words.
+    off = replace(DIALOGUE.rank, related_weight=0.0)
+    assert index.rank(question, Visibility(), off).ranked == []
+    # The code profile keeps to the words an agent wrote.
+    assert index.rank(question, Visibility(), CODE.rank).ranked == []
+
+
+def test_related_terms_never_stand_for_times_numbers_or_names():
+    index = _notes_index(
+        [
+            "It was the fourth time this month.",
+            "Caroline brought snacks.",
+            "Melanie painted the fence.",
+            *(f"weather {i}" for i in range(3, 8)),
+        ]
+    )
+    for i in range(8, 14):
+        index.upsert(
+            MemoryDoc(
+                key=f"episode:{i}",
+                kind="episode",
+                tokens=tuple(tokenize(f"John notes {i}")),
+                title_terms=tuple(tokenize("John")),
+            )
+        )
+    index.upsert(
+        MemoryDoc(key="episode:14", kind="episode", tokens=tuple(tokenize("Johnny fixed it")))
+    )
+    rank = DIALOGUE.rank
+    # "third" and "year" are near "fourth" and "month", but another count or time is another
+    # answer, not another wording.
+    assert index.rank("the third year", Visibility(), rank).ranked == []
+    # "john" is near "johnny", but a speaker's name is nobody else's.
+    related = dict(index.rank("What did John write?", Visibility(), rank).related)
+    assert "johnni" not in related
+
+
+def test_shipped_term_vectors_relate_meanings_and_are_unit_length():
+    from graph_app.domain.termvectors import term_vectors
+
+    table = term_vectors()
+    assert len(table) > 10_000 and table.dim == 256
+    norms = np.linalg.norm(table.vectors, axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-2)
+    near_puppy = [term for term, _ in table.near("puppi")[:5]]
+    assert "dog" in near_puppy
+    assert table.similarity("puppi", "dog") > table.similarity("puppi", "invoic") + 0.3
+    # Irregular forms the stemmer keeps apart read as one another.
+    assert table.similarity("went", "go") > 0.6
+    assert table.similarity("took", "take") > 0.6

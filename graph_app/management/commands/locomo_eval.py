@@ -152,9 +152,10 @@ GRID = {
     "full_share": (0.1, 0.2),
     "preview_tokens": (6, 12),
     "stream_weight": (0.5, 0.8),
+    "related_weight": (0.0, 0.25, 0.35, 0.45),
 }
 # The grid's constants that are ranking parameters (the others are the profile's own).
-RANK_CONSTANTS = ("title_prior", "length_norm", "stream_weight")
+RANK_CONSTANTS = ("title_prior", "length_norm", "stream_weight", "related_weight")
 
 
 def _variant(setting: tuple[Any, ...]) -> Profile:

@@ -1,0 +1,111 @@
+"""Related index terms: static word vectors keyed by the tokenizer's stems.
+
+A question and its answer often share no word: "What European countries has Maria been to?" is
+answered by "I took this pic in Spain", "What pets does Nate have?" by a turn about his turtles.
+BM25 cannot see that. A table of one vector per index term (the Snowball stem ``tokenize``
+makes) lets the ranker read a query term as also meaning the few terms of the corpus nearest to
+it ("countri" -> "england", "spain"; "puppi" -> "pup", "dog"), at a share of their weight.
+
+The table is static data, made once from a sentence-embedding model (``distill_term_vectors``,
+see ``graph_app/domain/distill.py``) and shipped with the product: ranking only looks vectors up
+and takes dot products, no model runs at query time. Vectors are unit length, stored as
+float16 and computed with as float32. Pure Python + numpy: no Django import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+# The table shipped with the product (made by ``manage.py distill_term_vectors``).
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "term_vectors.npz"
+# Neighbours are looked up among the table's terms above this similarity, then filtered to the
+# terms a corpus holds; a query's call asks for as high or higher (``RankParams.related_min``).
+FLOOR = 0.4
+
+
+class TermVectors:
+    """Unit vectors by index term, and each term's nearest terms by cosine similarity."""
+
+    def __init__(self, terms: list[str], vectors: np.ndarray) -> None:
+        if vectors.ndim != 2 or vectors.shape[0] != len(terms):
+            raise ValueError("vectors: one row per term expected")
+        self.terms = terms
+        self.row = {term: i for i, term in enumerate(terms)}
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._near: dict[str, tuple[tuple[str, float], ...]] = {}
+
+    @classmethod
+    def load(cls, path: Path | str) -> TermVectors:
+        with np.load(path) as data:
+            return cls([str(t) for t in data["terms"]], data["vectors"])
+
+    def save(self, path: Path | str) -> None:
+        np.savez_compressed(
+            path, terms=np.array(self.terms), vectors=self.vectors.astype(np.float16)
+        )
+
+    def __contains__(self, term: str) -> bool:
+        return term in self.row
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two terms (0.0 when either has no vector)."""
+        i, j = self.row.get(a), self.row.get(b)
+        if i is None or j is None:
+            return 0.0
+        return float(self.vectors[i] @ self.vectors[j])
+
+    def near(self, term: str) -> tuple[tuple[str, float], ...]:
+        """The table's terms above the floor similarity to ``term``, nearest first (ties by
+        term), without the term itself; computed once per term."""
+        cached = self._near.get(term)
+        if cached is None:
+            row = self.row.get(term)
+            if row is None:
+                cached = ()
+            else:
+                sims = self.vectors @ self.vectors[row]
+                hit = np.flatnonzero(sims >= FLOOR)
+                pairs = sorted(
+                    ((self.terms[i], float(sims[i])) for i in hit.tolist() if i != row),
+                    key=lambda pair: (-pair[1], pair[0]),
+                )
+                cached = tuple(pairs)
+            self._near[term] = cached
+        return cached
+
+    def neighbours(
+        self,
+        term: str,
+        *,
+        known: Callable[[str], object],
+        min_similarity: float,
+        limit: int,
+        exclude: Callable[[str], object] = lambda _t: False,
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` terms nearest to ``term`` with a similarity of at least
+        ``min_similarity`` that ``known`` accepts (a corpus's own terms) and ``exclude`` does
+        not, nearest first."""
+        out: list[tuple[str, float]] = []
+        for other, sim in self.near(term):
+            if sim < min_similarity or len(out) >= limit:
+                break
+            if known(other) and not exclude(other):
+                out.append((other, sim))
+        return out
+
+
+@lru_cache(maxsize=4)
+def term_vectors(path: str = str(DEFAULT_PATH)) -> TermVectors:
+    """The table at ``path`` (the shipped one by default), loaded once per process."""
+    return TermVectors.load(path)
