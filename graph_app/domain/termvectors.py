@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,8 @@ class TermVectors:
     def __init__(self, terms: list[str], vectors: np.ndarray) -> None:
         if vectors.ndim != 2 or vectors.shape[0] != len(terms):
             raise ValueError("vectors: one row per term expected")
+        if any(a >= b for a, b in pairwise(terms)):
+            raise ValueError("terms: distinct and in sorted order expected")
         self.terms = terms
         self.row = {term: i for i, term in enumerate(terms)}
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -75,12 +78,13 @@ class TermVectors:
                 cached = ()
             else:
                 sims = self.vectors @ self.vectors[row]
+                sims[row] = -1.0  # not its own neighbour
                 hit = np.flatnonzero(sims >= FLOOR)
-                pairs = sorted(
-                    ((self.terms[i], float(sims[i])) for i in hit.tolist() if i != row),
-                    key=lambda pair: (-pair[1], pair[0]),
-                )
-                cached = tuple(pairs)
+                # Rows are in term order when the table is (``distill`` writes it sorted): a
+                # stable sort by similarity breaks ties by term.
+                hit = hit[np.argsort(-sims[hit], kind="stable")]
+                terms = self.terms
+                cached = tuple((terms[i], float(sims[i])) for i in hit.tolist())
             self._near[term] = cached
         return cached
 

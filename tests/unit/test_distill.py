@@ -129,3 +129,13 @@ def test_table_round_trips_through_its_file(tmp_path):
 def test_config_must_give_the_encoder_shape():
     with pytest.raises(ValueError, match="hidden_size"):
         BertShape.from_config({"num_hidden_layers": 2, "num_attention_heads": 4})
+
+
+def test_a_table_takes_its_terms_sorted_and_once():
+    # Ties between neighbours are broken by row, which is term order only in a sorted table.
+    with pytest.raises(ValueError, match="sorted"):
+        TermVectors(["y", "x"], np.eye(2))
+    with pytest.raises(ValueError, match="sorted"):
+        TermVectors(["x", "x"], np.eye(2))
+    table = TermVectors(["a", "b", "c"], np.array([[1.0, 0.0], [0.6, 0.8], [0.6, 0.8]]))
+    assert table.near("a") == (("b", pytest.approx(0.6)), ("c", pytest.approx(0.6)))
