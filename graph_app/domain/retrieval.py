@@ -4,7 +4,10 @@
 ``MemoryDoc`` values) and keeps them searchable as they change, one document at a time.
 ``MemoryIndex.rank`` turns a query into a utility per document:
 
-1. Okapi BM25 over the code-aware tokens, whole identifiers boosted (``bm25.py``).
+1. Okapi BM25 over the code-aware tokens, whole identifiers boosted (``bm25.py``); with
+   related terms (``termvectors.py``, on in the dialogue profile) the corpus terms nearest in
+   meaning to each query term add their BM25 score at a share of it, so an answer in other
+   words ("Spain" for "European countries") is found too;
 2. pseudo-relevance feedback: the most distinctive terms of the best few documents are added
    to the query at a lower weight, so words the query did not use but its best answers share
    still count;
@@ -13,9 +16,6 @@
    its best documents (a share of their relevance): the items about the entities reached are
    relevant by activation x salience (invariants, decisions and bug causes first), beside their
    relevance by words, surfacing what the query did not name (``activation.py``);
-   Related terms (``termvectors.py``, on in the dialogue profile) add the BM25 score of the
-   corpus terms nearest in meaning to each query term at a share of it, so an answer in other
-   words ("Spain" for "European countries") is found too;
 4. stream neighbours: an episode that is part of a stream (a conversation, a migration log)
    lends part of its relevance to the episodes just before and after it, which often hold the
    answer to the question it raised or the context it relies on.
