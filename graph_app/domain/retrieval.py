@@ -43,6 +43,7 @@ from graph_app.domain.activation import strongest as by_strength
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.termvectors import term_vectors
 from graph_app.domain.tokenize import (
+    MONTH_NAMES,
     identifiers,
     plain_words,
     query_words,
@@ -230,18 +231,6 @@ _FIXED_WORDS = (
     "daily",
     "weekly",
     "monthly",
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "monday",
     "tuesday",
     "wednesday",
@@ -277,7 +266,7 @@ _FIXED_WORDS = (
     "once",
     "twice",
 )
-_FIXED_TERMS = stems(_FIXED_WORDS)
+_FIXED_TERMS = stems(_FIXED_WORDS + MONTH_NAMES)
 
 
 def _shares(

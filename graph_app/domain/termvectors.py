@@ -39,7 +39,7 @@ class TermVectors:
         self.terms = terms
         self.row = {term: i for i, term in enumerate(terms)}
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self._near: dict[str, tuple[tuple[str, float], ...]] = {}
+        self._near: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def load(cls, path: Path | str) -> TermVectors:
@@ -68,25 +68,32 @@ class TermVectors:
             return 0.0
         return float(self.vectors[i] @ self.vectors[j])
 
-    def near(self, term: str) -> tuple[tuple[str, float], ...]:
-        """The table's terms above the floor similarity to ``term``, nearest first (ties by
-        term), without the term itself; computed once per term."""
+    def _nearest(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, similarities) of the table's terms above the floor similarity to ``term``,
+        nearest first (ties by term), without the term itself; computed once per term and kept
+        as arrays (a few bytes a neighbour, whatever a long-lived process is asked)."""
         cached = self._near.get(term)
         if cached is None:
             row = self.row.get(term)
             if row is None:
-                cached = ()
+                cached = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
             else:
                 sims = self.vectors @ self.vectors[row]
                 sims[row] = -1.0  # not its own neighbour
                 hit = np.flatnonzero(sims >= FLOOR)
-                # Rows are in term order when the table is (``distill`` writes it sorted): a
-                # stable sort by similarity breaks ties by term.
+                # Rows are in term order (the constructor checks it): a stable sort by
+                # similarity breaks ties by term.
                 hit = hit[np.argsort(-sims[hit], kind="stable")]
-                terms = self.terms
-                cached = tuple((terms[i], float(sims[i])) for i in hit.tolist())
+                cached = (hit.astype(np.int32), sims[hit])
             self._near[term] = cached
         return cached
+
+    def near(self, term: str) -> tuple[tuple[str, float], ...]:
+        """The table's terms above the floor similarity to ``term``, nearest first (ties by
+        term), without the term itself."""
+        rows, sims = self._nearest(term)
+        terms = self.terms
+        return tuple((terms[i], s) for i, s in zip(rows.tolist(), sims.tolist(), strict=True))
 
     def neighbours(
         self,
@@ -98,12 +105,17 @@ class TermVectors:
         exclude: Callable[[str], object] = lambda _t: False,
     ) -> list[tuple[str, float]]:
         """Up to ``limit`` terms nearest to ``term`` with a similarity of at least
-        ``min_similarity`` that ``known`` accepts (a corpus's own terms) and ``exclude`` does
-        not, nearest first."""
+        ``min_similarity`` (not below ``FLOOR``: nothing under it is kept) that ``known``
+        accepts (a corpus's own terms) and ``exclude`` does not, nearest first."""
+        if min_similarity < FLOOR:
+            raise ValueError(f"min_similarity: must be at least {FLOOR}")
+        rows, sims = self._nearest(term)
+        terms = self.terms
         out: list[tuple[str, float]] = []
-        for other, sim in self.near(term):
+        for i, sim in zip(rows.tolist(), sims.tolist(), strict=True):
             if sim < min_similarity or len(out) >= limit:
                 break
+            other = terms[i]
             if known(other) and not exclude(other):
                 out.append((other, sim))
         return out

@@ -124,6 +124,9 @@ def test_table_round_trips_through_its_file(tmp_path):
     # Below the asked similarity, or unknown to the corpus: not a neighbour.
     assert loaded.neighbours("x", known=lambda t: True, min_similarity=0.7, limit=3) == []
     assert loaded.neighbours("x", known=lambda t: False, min_similarity=0.5, limit=3) == []
+    # Below the floor the table keeps, a neighbour could be missed: refused, not guessed.
+    with pytest.raises(ValueError, match="min_similarity"):
+        loaded.neighbours("x", known=lambda t: True, min_similarity=0.2, limit=3)
 
 
 def test_config_must_give_the_encoder_shape():
