@@ -72,6 +72,7 @@ from graph_app.domain.hashing import canonical_json
 from graph_app.selectors import graph_chain_head
 from graph_app.services import fact_supersede
 from memoryproject import sql
+from memoryproject.collector import collector_paused
 from memoryproject.contracts import Caller, has_nul, takes
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
@@ -590,8 +591,9 @@ def contradictions_audit(
     change."""
     started = utcnow()
     at = params.as_of or started
-    held = facts_held_at(project=project, at=at)
-    found = contradictions_find(held, rule_book())
+    with collector_paused():  # every held fact read at once
+        held = facts_held_at(project=project, at=at)
+        found = contradictions_find(held, rule_book())
     with transaction.atomic():
         run = AuditRun.objects.create(
             project=project,

@@ -95,6 +95,7 @@ from graph_app.models import (
     TemporalFact,
 )
 from memoryproject import sql
+from memoryproject.collector import collector_paused
 from memoryproject.contracts import takes
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
@@ -1420,7 +1421,7 @@ def graph_leaves(*, project: Project) -> GraphLeaves:
     """Every record's Merkle leaf, read in one consistent snapshot (for inclusion proofs)."""
     keys: list[tuple[str, str]] = []
     leaves: list[bytes] = []
-    with _snapshot():
+    with _snapshot(), collector_paused():
         revision = graph_revision_current(project=project)
         for kind, records in (
             ("fact", _fact_leaves(project)),
@@ -1441,7 +1442,7 @@ def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityRe
     checkpoint = None
     if params.checkpoint_size is not None and params.checkpoint_head is not None:
         checkpoint = (params.checkpoint_size, params.checkpoint_head)
-    with _snapshot():
+    with _snapshot(), collector_paused():
         if params.since_checkpoint and checkpoint is not None:
             return _integrity_since(project, checkpoint)
         return _integrity_read(project, checkpoint)

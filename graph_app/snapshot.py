@@ -21,7 +21,6 @@ or none. ``COMPILER_SNAPSHOT_DIR`` empty disables snapshots.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import hmac
 import logging
@@ -36,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+
+from memoryproject.collector import collector_paused
 
 log = logging.getLogger(__name__)
 
@@ -149,16 +150,12 @@ def snapshot_read(project_pk: int) -> Snapshot | None:
     if not hmac.compare_digest(data[len(MAGIC) : start], _mac(payload)):
         log.warning("compiler index snapshot %s ignored: signature mismatch", path.name)
         return None
-    enabled = gc.isenabled()
-    gc.disable()  # millions of small objects: the collector would scan them over and over
     try:
-        fingerprint, pk, head, state = pickle.loads(payload)
+        with collector_paused():  # millions of small objects, scanned over and over otherwise
+            fingerprint, pk, head, state = pickle.loads(payload)
     except Exception as exc:  # a signed file that does not load: ignore it, never fail a compile
         log.warning("compiler index snapshot %s ignored: %s", path.name, exc)
         return None
-    finally:
-        if enabled:
-            gc.enable()
     if fingerprint != code_fingerprint() or pk != project_pk or not isinstance(head, GraphHead):
         log.info("compiler index snapshot %s ignored: built by other code", path.name)
         return None
