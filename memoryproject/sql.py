@@ -12,7 +12,8 @@ database. What is not on a hot path keeps using the ORM.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache, lru_cache
 from typing import Any, TypeVar
 
@@ -79,23 +80,44 @@ def rows(
 ) -> list[tuple[Any, ...]]:
     """The rows ``statement`` answers, its columns being ``fields`` of ``model`` in order, each
     value converted as the ORM converts it (aware datetimes, UUIDs, decoded JSON)."""
+    convert = row_converter(model, fields, using)
+    return [convert(raw) for raw in fetch(statement, params, using)]
+
+
+# Per connection (each thread has its own): the converters of each (model, columns) read.
+_converters_kept: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], list[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def row_converter(
+    model: type[models.Model], fields: Sequence[str], using: str = DEFAULT_DB_ALIAS
+) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """What turns a raw row whose columns are ``fields`` of ``model`` into the values the ORM
+    would give (``rows`` applies it to every row it reads)."""
     connection = connections[using]
-    converters = []
-    for name in fields:
-        field = _field(model, name)
-        column_ref = field.get_col(model._meta.db_table)
-        # What the ORM's compiler applies to a selected column: the backend's, then the field's.
-        found = connection.ops.get_db_converters(column_ref)
-        found += field.get_db_converters(connection)  # type: ignore[attr-defined]
-        converters.append((found, column_ref))
-    answer = []
-    for raw in fetch(statement, params, using):
+    kept = _converters_kept.setdefault(connection, {})
+    converters = kept.get((model, tuple(fields)))
+    if converters is None:
+        converters = []
+        for name in fields:
+            field = _field(model, name)
+            column_ref = field.get_col(model._meta.db_table)
+            # What the ORM's compiler applies to a selected column: the backend's, then the
+            # field's.
+            found = connection.ops.get_db_converters(column_ref)
+            found += field.get_db_converters(connection)  # type: ignore[attr-defined]
+            converters.append((found, column_ref))
+        kept[(model, tuple(fields))] = converters
+
+    def convert(raw: Sequence[Any]) -> tuple[Any, ...]:
         values = list(raw)
         for i, (found, column_ref) in enumerate(converters):
-            for convert in found:
-                values[i] = convert(values[i], column_ref, connection)
-        answer.append(tuple(values))
-    return answer
+            for step in found:
+                values[i] = step(values[i], column_ref, connection)
+        return tuple(values)
+
+    return convert
 
 
 def instances(

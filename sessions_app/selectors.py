@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import datetime
 from functools import cache
+from types import MappingProxyType
 from typing import Any
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from memoryproject import sql
@@ -73,22 +76,54 @@ def _recent_sql() -> str:
 
 
 def traces_recent(*, project: Project, n: int) -> list[TraceView]:
-    """The n most recent traces of a project, newest first (served by trace_project_recent)."""
+    """The n most recent traces of a project, newest first (served by trace_project_recent).
+
+    Each row read is converted and hashed once per process: the view is kept under the row
+    exactly as stored (every column the hash covers, as the database answers it), so a row
+    changed in any way since (an edit, a tampered column) is read and hashed anew, never
+    answered from memory."""
     views = []
-    for pk, *values in sql.rows(Trace, ("pk", *_PLAN_COLUMNS), _recent_sql(), [project.pk, n]):
-        row = dict(zip(_PLAN_COLUMNS, values, strict=True))
-        views.append(
-            TraceView(
-                trace_id=str(row["trace_id"]),
-                model=row["model"],
-                trust_score=row["trust_score"],
-                risk=row["risk"],
-                metadata=row["metadata"] if isinstance(row["metadata"], dict) else {},
-                sha256=_trace_sha256(row, project.slug),
-                row_id=pk,
-            )
-        )
+    for raw in sql.fetch(_recent_sql(), [project.pk, n]):
+        key = (connection.alias, project.slug, tuple(raw))
+        try:
+            view = _views_seen.get(key)
+            keep = True
+        except TypeError:  # a column the driver answers unhashable: not kept
+            view, keep = None, False
+        if view is None:
+            view = _trace_view_of(raw, project.slug)
+            if keep:
+                _views_keep(key, view)
+        views.append(view)
     return views
+
+
+_VIEWS_KEPT = 2048
+_views_seen: dict[tuple[Any, ...], TraceView] = {}
+_views_lock = threading.Lock()
+
+
+def _views_keep(key: tuple[Any, ...], view: TraceView) -> None:
+    with _views_lock:
+        if len(_views_seen) >= _VIEWS_KEPT:
+            del _views_seen[next(iter(_views_seen))]  # the oldest kept
+        _views_seen[key] = view
+
+
+def _trace_view_of(raw: tuple[Any, ...], project_slug: str) -> TraceView:
+    pk, *values = sql.row_converter(Trace, ("pk", *_PLAN_COLUMNS))(raw)
+    row = dict(zip(_PLAN_COLUMNS, values, strict=True))
+    metadata = row["metadata"] if isinstance(row["metadata"], dict) else {}
+    return TraceView(
+        trace_id=str(row["trace_id"]),
+        model=row["model"],
+        trust_score=row["trust_score"],
+        risk=row["risk"],
+        # Shared by every plan that reads the row: read-only.
+        metadata=MappingProxyType(metadata),
+        sha256=_trace_sha256(row, project_slug),
+        row_id=pk,
+    )
 
 
 def _trace_sha256(row: dict[str, Any], project_slug: str) -> str:

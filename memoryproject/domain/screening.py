@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -578,7 +579,19 @@ def _clean(fields: Mapping[str, Any]) -> bool:
     if any(_KEY_PASSWORD.search(k) or _KEY_CREDENTIAL.search(k) for k in _keys(dict(fields))):
         return False
     joined = "\n".join(text for name, value in fields.items() for _, text in _strings(value, name))
-    return not text_mask(joined)[1] and not instructions_find(joined, "")
+    if len(joined) > _CLEAN_KEPT_CHARS:
+        return _text_clean.__wrapped__(joined)
+    return _text_clean(joined)
+
+
+_CLEAN_KEPT_CHARS = 16_384  # longer texts are screened every time, never kept
+
+
+@lru_cache(maxsize=1024)
+def _text_clean(text: str) -> bool:
+    """Whether no rule masks or flags anything in ``text``. Kept per text: every plan screens
+    the context of the same recent traces again until a new one is recorded."""
+    return not text_mask(text)[1] and not instructions_find(text, "")
 
 
 def record_screen(fields: Mapping[str, Any]) -> Screening:

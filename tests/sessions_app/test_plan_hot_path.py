@@ -1,6 +1,8 @@
 """The /v1/plan hot path: what it reads, in which order, and through which index. Asserted on
 the statements issued (never on timings)."""
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -9,6 +11,7 @@ from audit_app.models import InjectionRecord, ReceiptSource
 from audit_app.receipt_sources import receipt_sources_add
 from memoryproject.dbconfig import database_config
 from sessions_app import services
+from sessions_app.selectors import trace_sha256
 from tests.sessions_app.factories import TraceFactory
 
 pytestmark = pytest.mark.django_db
@@ -81,3 +84,35 @@ def test_connections_are_kept_between_requests_when_configured(tmp_path):
     assert kept["CONN_MAX_AGE"] == 60 and kept["CONN_HEALTH_CHECKS"] is True
     closed = database_config(None, base_dir=tmp_path)
     assert closed["CONN_MAX_AGE"] == 0 and closed["CONN_HEALTH_CHECKS"] is False
+
+
+def _trace_hashes(record: InjectionRecord) -> dict[str, str]:
+    return {i["id"]: i["sha256"] for i in record.items if i["kind"] == "trace"}
+
+
+def test_a_trace_changed_in_the_database_is_hashed_anew_by_the_next_plan(default_project):
+    """Plans keep each trace row's hash in memory, under the row as stored: a row edited
+    behind the service's back (a tampered column) is read and hashed again, never answered
+    from memory, so the receipt records what was really delivered."""
+    traces = TraceFactory.create_batch(3, project=default_project)
+    first = services.plan_context(project=default_project, n=3)
+    again = services.plan_context(project=default_project, n=3)
+    records = list(InjectionRecord.objects.order_by("seq"))
+    assert _trace_hashes(records[0]) == _trace_hashes(records[1])
+    newest = traces[-1]
+    metadata = {**newest.metadata, "last_decision": "switch the queue to kafka"}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE sessions_app_trace SET metadata = %s WHERE id = %s",
+            [json.dumps(metadata), newest.pk],
+        )
+    newest.refresh_from_db()
+    changed = services.plan_context(project=default_project, n=3)
+    record = InjectionRecord.objects.order_by("seq").last()
+    hashes = _trace_hashes(record)
+    assert hashes[str(newest.trace_id)] == trace_sha256(newest)
+    assert hashes[str(newest.trace_id)] != _trace_hashes(records[0])[str(newest.trace_id)]
+    others = [str(t.trace_id) for t in traces[:-1]]
+    assert all(hashes[t] == _trace_hashes(records[0])[t] for t in others)
+    assert "switch the queue to kafka" in changed["system_prompt"]
+    assert "switch the queue to kafka" not in first["system_prompt"] + again["system_prompt"]
