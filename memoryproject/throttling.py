@@ -56,9 +56,12 @@ def auth_retry_after(*, address: str | None, prefix: str | None) -> int | None:
     limits = auth_limits()
     now = time.time()
     wait = 0.0
-    for bucket in _buckets(address, prefix):
-        started = cache.get(f"{bucket}:start")
-        count = cache.get(f"{bucket}:count") or 0
+    buckets = _buckets(address, prefix)
+    # One read of every entry (one round trip to Redis): every authenticated request asks.
+    held = cache.get_many([f"{b}:{part}" for b in buckets for part in ("start", "count")])
+    for bucket in buckets:
+        started = held.get(f"{bucket}:start")
+        count = held.get(f"{bucket}:count") or 0
         if started is None or count < limits.failures:
             continue
         wait = max(wait, float(started) + limits.window - now)
