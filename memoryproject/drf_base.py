@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import exceptions
 from rest_framework.metadata import SimpleMetadata
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -22,6 +23,31 @@ from memoryproject.contracts import (
     json_value_problem,
 )
 from memoryproject.errors import validation_error
+
+
+class JsonNegotiation(DefaultContentNegotiation):
+    """DRF's content negotiation, answering at once the question every API request asks: a
+    view that renders JSON first, asked for JSON, anything (``*/*``) or nothing in particular
+    (no Accept header, no format override), gets its first renderer, as the full negotiation
+    would choose it. Any other request is negotiated in full (406 where nothing matches)."""
+
+    def select_renderer(
+        self, request: Request, renderers: Any, format_suffix: str | None = None
+    ) -> Any:
+        accept = request.META.get("HTTP_ACCEPT", "").strip()
+        first = renderers[0] if renderers else None
+        if (
+            first is not None
+            and first.media_type == "application/json"
+            and accept in _ANY_JSON
+            and not format_suffix
+            and self.settings.URL_FORMAT_OVERRIDE not in request.query_params
+        ):
+            return first, first.media_type
+        return super().select_renderer(request, renderers, format_suffix)
+
+
+_ANY_JSON = frozenset({"", "*/*", "application/json"})
 
 
 class JsonBodyParser(JSONParser):

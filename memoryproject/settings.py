@@ -181,6 +181,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["memoryproject.auth.HasProjectApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryproject.drf_base.JsonBodyParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memoryproject.drf_base.JsonNegotiation",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "memoryproject.drf_base.Pagination",
     "DEFAULT_METADATA_CLASS": "memoryproject.drf_base.Metadata",

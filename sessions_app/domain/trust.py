@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import fmean, pvariance
 
 PASS = "PASS"
@@ -94,7 +95,14 @@ def divergence(scores: Sequence[float]) -> float:
         return 0.0
     if len(scores) == 1:
         return SINGLE_TRACE_DIVERGENCE
-    return min(1.0, pvariance([clamp01(s) for s in scores]) * 4.0)
+    return _spread(tuple(clamp01(s) for s in scores))
+
+
+@lru_cache(maxsize=1024)
+def _spread(scores: tuple[float, ...]) -> float:
+    """The population variance * 4, capped at 1: computed exactly (``pvariance``), and kept
+    per set of scores, since every plan scores the same recent traces until a new one comes."""
+    return min(1.0, pvariance(scores) * 4.0)
 
 
 def mean_risk(risks: Sequence[float]) -> float:

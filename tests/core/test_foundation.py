@@ -192,3 +192,33 @@ def test_tokens_warm_loads_the_encoding_that_counting_nothing_does_not():
     assert tokens._encoding_locked.cache_info().currsize == 0
     tokens.tokens_warm()
     assert tokens._encoding_locked.cache_info().currsize == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("accept", [None, "*/*", "application/json"])
+def test_an_api_call_asking_for_json_or_anything_gets_json(api, accept):
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    response = api.get("/v1/projects", **headers)
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert [p["slug"] for p in response.json()["projects"]] == ["default"]
+
+
+@pytest.mark.django_db
+def test_an_api_call_asking_only_for_html_is_refused_not_answered_in_json(api):
+    response = api.get("/v1/projects", HTTP_ACCEPT="text/html")
+    assert response.status_code == 406
+    assert "text/html" not in response["Content-Type"]
+
+
+@pytest.mark.django_db
+def test_the_schema_still_negotiates_its_formats(client):
+    as_json = client.get("/v1/schema/", {"format": "json"})
+    assert as_json.status_code == 200 and as_json["Content-Type"].startswith(
+        "application/vnd.oai.openapi+json"
+    )
+    assert as_json.json()["openapi"].startswith("3.1")
+    as_yaml = client.get("/v1/schema/")
+    assert as_yaml.status_code == 200
+    assert as_yaml["Content-Type"].startswith("application/vnd.oai.openapi;")
+    assert as_yaml.content.decode().startswith("openapi: 3.1")
