@@ -1378,7 +1378,10 @@ def _fact_leaves(
         cursor.execute(_times_as_text(sql, TemporalFact, FACT_TIMES), params)
         while chunk := cursor.fetchmany(_CHUNK):
             for row in chunk:
-                # FACT_VALUE_FIELDS: the canonical fields in fact_leaf's order, then the hash
+                # FACT_VALUE_FIELDS: the canonical fields in fact_leaf's order, then the hash.
+                # Equal stored texts give equal canonical texts: a fact recorded when it
+                # became valid, or closed when it ended, has its instant read once.
+                start, end = utc_text(row[7]), utc_text(row[8])
                 data = fact_leaf(
                     slug,
                     row[0],
@@ -1388,10 +1391,10 @@ def _fact_leaves(
                     row[4],
                     row[5],
                     row[6],
-                    utc_text(row[7]),
-                    utc_text(row[8]),
-                    utc_text(row[9]),
-                    utc_text(row[10]),
+                    start,
+                    end,
+                    start if row[9] == row[7] else utc_text(row[9]),
+                    end if row[10] == row[8] else utc_text(row[10]),
                     row[11],
                     row[12],
                 )

@@ -121,6 +121,11 @@ def fact_canonical(
 _LEAF_TIMES = {UtcText, type(None)}
 
 
+def _json_text(value: Any) -> str:
+    """A text or None as JSON (the C encoder refuses anything else)."""
+    return "null" if value is None else encode_basestring(value)  # type: ignore[no-any-return]
+
+
 def fact_leaf(
     project: str,
     id: str,
@@ -147,20 +152,22 @@ def fact_leaf(
     times = {type(closed_at), type(recorded_at), type(valid_from), type(valid_until)}
     if type(confidence) is float and times <= _LEAF_TIMES:
         e = encode_basestring  # refuses anything but text
-
-        def text(value: Any) -> str:
-            return "null" if value is None else e(value)
-
         try:
+            # A fact is mostly valid from when it was recorded and closed when it ended: the
+            # same text object (``_fact_leaves`` passes one for equal stored texts) is
+            # encoded once.
+            start, end = _json_text(valid_from), _json_text(valid_until)
+            recorded = start if recorded_at is valid_from else _json_text(recorded_at)
+            closed = end if closed_at is valid_until else _json_text(closed_at)
             return (
-                f'{{"closed_at":{text(closed_at)},"confidence":{number_json(confidence)},'
-                f'"id":{e(id)},"object_entity":{text(object_entity)},'
+                f'{{"closed_at":{closed},"confidence":{number_json(confidence)},'
+                f'"id":{e(id)},"object_entity":{_json_text(object_entity)},'
                 f'"object_value":{e(object_value)},"predicate":{e(predicate)},'
-                f'"project":{e(project)},"recorded_at":{text(recorded_at)},'
+                f'"project":{e(project)},"recorded_at":{recorded},'
                 f'"singular":{"true" if singular else "false"},'
-                f'"source_episode":{text(source_episode)},"subject":{e(subject)},'
-                f'"superseded_by":{text(superseded_by)},"type":"fact",'
-                f'"valid_from":{text(valid_from)},"valid_until":{text(valid_until)}}}'
+                f'"source_episode":{_json_text(source_episode)},"subject":{e(subject)},'
+                f'"superseded_by":{_json_text(superseded_by)},"type":"fact",'
+                f'"valid_from":{start},"valid_until":{end}}}'
             ).encode()
         except (TypeError, UnicodeEncodeError):  # not text, or a lone surrogate
             pass

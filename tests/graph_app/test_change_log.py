@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import itertools
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -689,3 +690,20 @@ def test_a_process_that_compiled_erased_records_never_delivers_them_again(graph)
         compiled(as_of="2025-07-01T00:00:00Z"),  # when the erased fact held
     ):
         assert "PASETO" not in text
+
+
+@pytest.mark.parametrize(
+    "column,twin", [("recorded_at", "valid_from"), ("closed_at", "valid_until")]
+)
+def test_an_instant_moved_apart_from_its_twin_is_named(graph, column, twin):
+    """A fact is mostly recorded when it becomes valid and closed when it ends, and
+    verification reads such equal instants once: moving one of the two by a microsecond is
+    still named."""
+    if column == "closed_at":
+        services.fact_retract(project=graph.project, fact_id=graph.edge)
+    assert verify(graph)["problems"] == []
+    fact = TemporalFact.objects.get(id=graph.edge)
+    assert getattr(fact, column) == getattr(fact, twin)
+    later = getattr(fact, column) + timedelta(microseconds=1)
+    TemporalFact.objects.filter(id=graph.edge).update(**{column: later})
+    assert named(verify(graph)) == {("mismatch", "fact", graph.edge)}
