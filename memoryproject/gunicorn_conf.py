@@ -10,6 +10,13 @@ worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 # slowed the one holding the database's write turn (side by side with the CognOS gateway on
 # 2026-12-01: 196 against 175 req/s and 170 against 142, with 1 and 2 threads, alternating).
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+# Each worker listens on a socket of its own (SO_REUSEPORT), among which the kernel spreads new
+# connections evenly. On one shared socket the workers race to accept, and a few long-lived
+# keep-alive connections (a proxy's upstream pool, a load generator) could all land on one
+# worker while the other sat idle: under wrk -t2 -c8, 4 rounds of 10 fell to 55 % of the
+# others on 2026-12-01, none with the option. A worker stopping resets the connections
+# waiting in its own socket's queue. GUNICORN_REUSE_PORT=0: one shared socket.
+reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "1") != "0"
 timeout = 120
 graceful_timeout = 10
 # Clients keep their connection between requests; a short keep-alive would race a request sent
