@@ -1175,9 +1175,13 @@ def _change_entries(project: Project, from_seq: int = 0) -> Iterator[ChangeEntry
     )
     with connection.chunked_cursor() as cursor:
         cursor.execute(_times_as_text(sql, GraphChange, ("recorded_at",)), [project.pk, from_seq])
+        # The entries one write appends share its time: each stored text is read once.
+        stored, at = None, None
         while rows := cursor.fetchmany(_CHUNK):
             for row in rows:
-                yield ChangeEntry._make((*row[:8], utc_text(row[8]), row[9], row[10]))
+                if row[8] != stored:
+                    stored, at = row[8], utc_text(row[8])
+                yield ChangeEntry._make((*row[:8], at, row[9], row[10]))
 
 
 def _chain_read(

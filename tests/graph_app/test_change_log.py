@@ -707,3 +707,15 @@ def test_an_instant_moved_apart_from_its_twin_is_named(graph, column, twin):
     later = getattr(fact, column) + timedelta(microseconds=1)
     TemporalFact.objects.filter(id=graph.edge).update(**{column: later})
     assert named(verify(graph)) == {("mismatch", "fact", graph.edge)}
+
+
+def test_a_moved_time_among_the_entries_of_one_write_is_named(graph):
+    """The entries one write appends share its time, and verification reads each stored time
+    once: moving the second entry of a write by a microsecond is still named, and only it."""
+    log = entries(graph.project)
+    _, second = next((a, b) for a, b in itertools.pairwise(log) if a.recorded_at == b.recorded_at)
+    with audit_maintenance():
+        GraphChange.objects.filter(pk=second.pk).update(
+            recorded_at=second.recorded_at + timedelta(microseconds=1)
+        )
+    assert named(verify(graph)) == {("chain", "change", str(second.seq))}
