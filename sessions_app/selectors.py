@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -84,34 +83,21 @@ def traces_recent(*, project: Project, n: int) -> list[TraceView]:
     answered from memory."""
     views = []
     for raw in sql.fetch(_recent_sql(), [project.pk, n]):
-        key = (connection.alias, project.slug, tuple(raw))
+        row = tuple(raw)
         try:
-            view = _views_seen.get(key)
-            keep = True
+            views.append(_trace_view_kept(connection.alias, project.slug, row))
         except TypeError:  # a column the driver answers unhashable: not kept
-            view, keep = None, False
-        if view is None:
-            view = _trace_view_of(raw, project.slug)
-            if keep:
-                _views_keep(key, view)
-        views.append(view)
+            views.append(_trace_view_of(connection.alias, project.slug, row))
     return views
 
 
-_VIEWS_KEPT = 2048
-_views_seen: dict[tuple[Any, ...], TraceView] = {}
-_views_lock = threading.Lock()
+@lru_cache(maxsize=2048)
+def _trace_view_kept(using: str, project_slug: str, raw: tuple[Any, ...]) -> TraceView:
+    return _trace_view_of(using, project_slug, raw)
 
 
-def _views_keep(key: tuple[Any, ...], view: TraceView) -> None:
-    with _views_lock:
-        if len(_views_seen) >= _VIEWS_KEPT:
-            del _views_seen[next(iter(_views_seen))]  # the oldest kept
-        _views_seen[key] = view
-
-
-def _trace_view_of(raw: tuple[Any, ...], project_slug: str) -> TraceView:
-    pk, *values = sql.row_converter(Trace, ("pk", *_PLAN_COLUMNS))(raw)
+def _trace_view_of(using: str, project_slug: str, raw: tuple[Any, ...]) -> TraceView:
+    pk, *values = sql.row_converter(Trace, ("pk", *_PLAN_COLUMNS), using)(raw)
     row = dict(zip(_PLAN_COLUMNS, values, strict=True))
     metadata = row["metadata"] if isinstance(row["metadata"], dict) else {}
     return TraceView(
