@@ -9,8 +9,12 @@ FilterSets of ``graph_app.api.filters``.
 from __future__ import annotations
 
 import itertools
+import logging
+import marshal
 import math
 import operator
+import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,6 +25,7 @@ from functools import cache
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Model, Q, QuerySet
 
@@ -52,10 +57,11 @@ from graph_app.contracts.graph import (
 )
 from graph_app.domain.egograph import Edge, EdgeArrays, EgoWalk, ego_graph
 from graph_app.domain.hashing import (
+    RecordDigests,
     canonical_json,
     leaf_hash,
-    merkle_root,
     merkle_root_of_leaf_hashes,
+    record_digests,
     sha256_hex,
 )
 from graph_app.domain.records import (
@@ -64,7 +70,7 @@ from graph_app.domain.records import (
     episode_canonical,
     fact_as_known_at,
     fact_canonical,
-    fact_leaf,
+    fact_rows_leaves,
     instant_of,
     sha256_of,
     stored_instant,
@@ -140,6 +146,8 @@ EPISODE_VALUE_FIELDS = (
 #: An entity's canonical fields (graph_app.domain.records.entity_canonical, less the project;
 #: its id is its slug).
 ENTITY_VALUE_FIELDS = ("slug", "kind", "name", "aliases", "created_at")
+
+logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Model)
 E = TypeVar("E", bound=EpisodeOut)
@@ -1108,6 +1116,8 @@ CHANGE_FIELDS = (
     "hash",
 )
 _CHUNK = 5_000
+#: Seconds a full verification waits for its fact worker before reading the facts itself.
+_WORKER_TIMEOUT = 600
 
 
 def graph_chain_head(project: Project) -> tuple[int, str]:
@@ -1217,39 +1227,40 @@ def _chain_read(
 
 
 @contextmanager
-def _snapshot() -> Iterator[None]:
+def _snapshot() -> Iterator[bool]:
     """One consistent state of the graph for all of verification's reads, so that a write
     committed meanwhile is never half seen (its rows without its log entries, or the reverse):
     a repeatable-read transaction on PostgreSQL; on SQLite the transaction holds the write
-    lock while verification reads (writers wait)."""
+    lock while verification reads (writers wait). Yields whether it opened the transaction
+    (rather than joining the caller's)."""
     outermost = not connection.in_atomic_block
     with transaction.atomic():
         if outermost and connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield
+        yield outermost
 
 
 def _verify(
     kind: Literal["fact", "episode"],
-    records: Iterable[tuple[str, str, int, bytes]],
-    leaves: list[bytes],
+    digests: RecordDigests,
+    leaf_hashes: list[bytes],
     mismatches: list[Mismatch],
     found: dict[Key, FoundRecord],
 ) -> int:
-    """For each record (id, stored hash, revision, canonical JSON): appends its canonical JSON
-    to ``leaves``, a Mismatch when the stored hash differs from it, and what was found to
-    ``found``; answers how many records there were."""
-    count = 0
-    for record_id, stored, revision, data in records:
-        computed = sha256_hex(data)
+    """For each record's digests: appends its Merkle leaf hash to ``leaf_hashes``, a Mismatch
+    when the stored hash differs from the computed one, and what was found to ``found``;
+    answers how many records there were."""
+    ids, stored_hashes, revisions, computed_hashes, leaves = digests
+    for record_id, stored, revision, computed in zip(
+        ids, stored_hashes, revisions, computed_hashes, strict=True
+    ):
         stored_matches = computed == stored
         if not stored_matches:
             mismatches.append(Mismatch(kind=kind, id=record_id, stored=stored, computed=computed))
         found[(kind, record_id)] = FoundRecord(computed, stored_matches, revision)
-        leaves.append(data)
-        count += 1
-    return count
+    leaf_hashes.extend(leaves)
+    return len(ids)
 
 
 def _episode_leaves(
@@ -1373,36 +1384,20 @@ def _fact_leaves(
     """(id, stored hash, revision, canonical JSON) of the project's facts in Merkle leaf order
     (by id); ``ids``: only those. Read raw, instants straight into their canonical text:
     verification reads every fact, and per-row conversions would cost more than hashing."""
+    sql, params = _fact_statement(project, ids)
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while chunk := cursor.fetchmany(_CHUNK):
+            yield from fact_rows_leaves(chunk, project.slug)
+
+
+def _fact_statement(project: Project, ids: list[str] | None = None) -> tuple[str, Sequence[Any]]:
+    """The statement ``_fact_leaves`` reads the facts with (rows for ``fact_rows_leaves``)."""
     rows = TemporalFact.objects.filter(project=project).order_by("id")
     if ids is not None:
         rows = rows.filter(id__in=ids)
     sql, params = rows.values_list(*FACT_VALUE_FIELDS, "revision").query.sql_with_params()
-    slug = project.slug
-    with connection.chunked_cursor() as cursor:
-        cursor.execute(_times_as_text(sql, TemporalFact, FACT_TIMES), params)
-        while chunk := cursor.fetchmany(_CHUNK):
-            for row in chunk:
-                # FACT_VALUE_FIELDS: the canonical fields in fact_leaf's order, then the hash.
-                # Equal stored texts give equal canonical texts: a fact recorded when it
-                # became valid, or closed when it ended, has its instant read once.
-                start, end = utc_text(row[7]), utc_text(row[8])
-                data = fact_leaf(
-                    slug,
-                    row[0],
-                    row[1],
-                    row[2],
-                    row[3],
-                    row[4],
-                    row[5],
-                    row[6],
-                    start,
-                    end,
-                    start if row[9] == row[7] else utc_text(row[9]),
-                    end if row[10] == row[8] else utc_text(row[10]),
-                    row[11],
-                    row[12],
-                )
-                yield row[0], row[13], row[14], data
+    return _times_as_text(sql, TemporalFact, FACT_TIMES), params
 
 
 def _episode_rows(project: Project, ids: list[str] | None = None) -> list[dict[str, Any]]:
@@ -1449,10 +1444,12 @@ def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityRe
     checkpoint = None
     if params.checkpoint_size is not None and params.checkpoint_head is not None:
         checkpoint = (params.checkpoint_size, params.checkpoint_head)
-    with _snapshot(), collector_paused():
+    with _snapshot() as own, collector_paused():
         if params.since_checkpoint and checkpoint is not None:
             return _integrity_since(project, checkpoint)
-        return _integrity_read(project, checkpoint)
+        # A worker reads the snapshot on its own connection: only when it holds nothing
+        # uncommitted, that is when verification opened the transaction itself.
+        return _integrity_read(project, checkpoint, worker=own)
 
 
 def _integrity_since(project: Project, checkpoint: tuple[int, str]) -> IntegrityResult:
@@ -1469,12 +1466,16 @@ def _integrity_since(project: Project, checkpoint: tuple[int, str]) -> Integrity
     facts = episodes = 0
     for start in range(0, len(fact_ids), _CHUNK):
         rows = _fact_leaves(project, fact_ids[start : start + _CHUNK])
-        facts += _verify("fact", rows, leaves, mismatches, found)
+        facts += _verify("fact", record_digests(rows), leaves, mismatches, found)
     episode_rows: list[dict[str, Any]] = []
     for start in range(0, len(episode_ids), _CHUNK):
         episode_rows += _episode_rows(project, episode_ids[start : start + _CHUNK])
     episodes = _verify(
-        "episode", _episode_leaves(episode_rows, project.slug), leaves, mismatches, found
+        "episode",
+        record_digests(_episode_leaves(episode_rows, project.slug)),
+        leaves,
+        mismatches,
+        found,
     )
     _index_problems(project, episode_rows, found, [r["id"] for r in episode_rows])
     slugs = touched.get("entity", [])
@@ -1494,16 +1495,28 @@ def _integrity_since(project: Project, checkpoint: tuple[int, str]) -> Integrity
     return result.model_copy(update={"scope": "since_checkpoint"})
 
 
-def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> IntegrityResult:
-    chain, revision = _chain_read(project, checkpoint)
-    leaves: list[bytes] = []
+def _integrity_read(
+    project: Project, checkpoint: tuple[int, str] | None, *, worker: bool
+) -> IntegrityResult:
+    """Full verification. ``worker``: a large project's facts may be read and hashed by a
+    second process (graph_app.integrity_worker) meanwhile."""
+    apart = _fact_worker_start(project) if worker else None
+    try:
+        chain, revision = _chain_read(project, checkpoint)
+        episode_rows = _episode_rows(project)
+        episode_digests = record_digests(_episode_leaves(episode_rows, project.slug))
+        fact_digests = _fact_worker_digests(apart) if apart is not None else None
+    finally:
+        if apart is not None and apart.returncode is None:
+            apart.kill()
+            apart.communicate()
+    if fact_digests is None:
+        fact_digests = record_digests(_fact_leaves(project))
+    leaf_hashes: list[bytes] = []
     mismatches: list[Mismatch] = []
     found: dict[Key, FoundRecord] = {}
-    facts = _verify("fact", _fact_leaves(project), leaves, mismatches, found)
-    episode_rows = _episode_rows(project)
-    episodes = _verify(
-        "episode", _episode_leaves(episode_rows, project.slug), leaves, mismatches, found
-    )
+    facts = _verify("fact", fact_digests, leaf_hashes, mismatches, found)
+    episodes = _verify("episode", episode_digests, leaf_hashes, mismatches, found)
     _index_problems(project, episode_rows, found)
     entities = _entities_found(project, found)
     return _integrity_result(
@@ -1512,9 +1525,89 @@ def _integrity_read(project: Project, checkpoint: tuple[int, str] | None) -> Int
         found,
         mismatches,
         counts=(facts, episodes, entities),
-        merkle=merkle_root(leaves),
+        merkle=merkle_root_of_leaf_hashes(leaf_hashes).hex(),
         revision=revision,
     )
+
+
+def _fact_worker_start(project: Project) -> subprocess.Popen[bytes] | None:
+    """Starts a worker reading and hashing the project's facts in this transaction's
+    snapshot; None when the project is below INTEGRITY_WORKER_MIN_CHANGES, the database is
+    one a second connection cannot share (in memory; not SQLite or PostgreSQL) or the worker
+    cannot start. Verification then reads them itself."""
+    minimum = settings.INTEGRITY_WORKER_MIN_CHANGES
+    if minimum <= 0 or connection.vendor not in ("sqlite", "postgresql"):
+        return None
+    size = GraphRevision.objects.filter(project=project).values_list("changes", flat=True)
+    if (size.first() or 0) < minimum:
+        return None
+    sql, params = _fact_statement(project)
+    job: dict[str, Any] = {
+        "vendor": connection.vendor,
+        "sql": sql,
+        "params": list(params),
+        "project": project.slug,
+    }
+    if connection.vendor == "sqlite":
+        if connection.is_in_memory_db():  # type: ignore[attr-defined]  # SQLite's wrapper
+            return None
+        job["database"] = os.path.abspath(connection.settings_dict["NAME"])
+    else:
+        with connection.cursor() as cursor:  # exported for the transaction's lifetime
+            cursor.execute("SELECT pg_export_snapshot()")
+            job["snapshot"] = cursor.fetchone()[0]
+        job["database"] = {
+            name: value
+            for name, value in connection.get_connection_params().items()
+            if type(value) in (str, int)
+        }
+    path = os.pathsep.join(filter(None, [str(settings.BASE_DIR), os.environ.get("PYTHONPATH")]))
+    try:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "graph_app.integrity_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+    except OSError as error:
+        logger.warning("integrity worker not started (%s): facts read in process", error)
+        return None
+    stdin, worker.stdin = worker.stdin, None  # closed here: communicate() only reads
+    assert stdin is not None
+    try:
+        with stdin:
+            stdin.write(marshal.dumps(job))
+    except OSError:
+        pass  # it ended already: its exit status and stderr say why
+    return worker
+
+
+def _fact_worker_digests(worker: subprocess.Popen[bytes]) -> RecordDigests | None:
+    """The worker's digests of the facts; None (logged) if it failed: verification then
+    reads them itself."""
+    try:
+        out, err = worker.communicate(timeout=_WORKER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.communicate()
+        logger.warning("integrity worker ran over %s s: facts read in process", _WORKER_TIMEOUT)
+        return None
+    if worker.returncode == 0:
+        try:
+            digests = RecordDigests(*marshal.loads(out))
+        except (EOFError, ValueError, TypeError):
+            pass
+        else:
+            logger.debug("integrity worker %s read %d facts", worker.pid, len(digests.ids))
+            return digests
+    detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+    logger.warning(
+        "integrity worker failed (exit %s: %s): facts read in process",
+        worker.returncode,
+        detail[0],
+    )
+    return None
 
 
 def _integrity_result(

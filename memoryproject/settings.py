@@ -259,6 +259,9 @@ AUDIT_CHECKPOINT_KEY = env.str("AUDIT_CHECKPOINT_KEY", default="")
 # COMPILER_SNAPSHOT_MIN_ROWS rows since the last.
 COMPILER_SNAPSHOT_DIR = env.str("COMPILER_SNAPSHOT_DIR", default=str(BASE_DIR / "data" / "index"))
 COMPILER_SNAPSHOT_MIN_ROWS = env_int("COMPILER_SNAPSHOT_MIN_ROWS", 5000)
+# Full integrity verification of a project whose change log holds at least this many entries
+# reads and hashes its facts in a second process while it replays the log (0: never).
+INTEGRITY_WORKER_MIN_CHANGES = env_int("INTEGRITY_WORKER_MIN_CHANGES", 10000)
 
 LOGGING = {
     "version": 1,

@@ -13,7 +13,7 @@ import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, NamedTuple
 
 import rfc8785
 
@@ -170,6 +170,31 @@ def leaf_hash(data: bytes) -> bytes:
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     return hashlib.sha256(NODE_PREFIX + left + right).digest()
+
+
+class RecordDigests(NamedTuple):
+    """Records as verification compares them, column by column (one entry per record):
+    id, stored hash, revision, SHA-256 (hex) of the canonical JSON and its Merkle leaf hash."""
+
+    ids: list[str]
+    stored: list[Any]
+    revisions: list[Any]
+    computed: list[str]
+    leaf_hashes: list[bytes]
+
+
+def record_digests(records: Iterable[tuple[str, Any, Any, bytes]]) -> RecordDigests:
+    """The digests of (id, stored hash, revision, canonical JSON) records."""
+    digests = RecordDigests([], [], [], [], [])
+    ids, stored, revisions, computed, leaves = digests
+    sha256 = hashlib.sha256
+    for record_id, stored_hash, revision, data in records:
+        ids.append(record_id)
+        stored.append(stored_hash)
+        revisions.append(revision)
+        computed.append(sha256(data).hexdigest())
+        leaves.append(sha256(LEAF_PREFIX + data).digest())
+    return digests
 
 
 def merkle_root_of_leaf_hashes(hashes: Sequence[bytes]) -> bytes:

@@ -12,7 +12,7 @@ their hashes through these functions.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
@@ -188,6 +188,36 @@ def fact_leaf(
         source_episode=source_episode,
     )
     return canonical_json(form)
+
+
+def fact_rows_leaves(
+    rows: Iterable[Sequence[Any]], project: str
+) -> Iterator[tuple[str, Any, Any, bytes]]:
+    """(id, stored hash, revision, canonical JSON) of each fact row read raw: the canonical
+    fields in ``fact_leaf``'s order (less the project), the stored hash, the revision; instants
+    as the database answered them (SQLite's text, or datetimes). Verification reads every fact
+    through this, in its own process or in a worker (graph_app.integrity_worker)."""
+    for row in rows:
+        # Equal stored texts give equal canonical texts: a fact recorded when it became
+        # valid, or closed when it ended, has its instant read once.
+        start, end = utc_text(row[7]), utc_text(row[8])
+        data = fact_leaf(
+            project,
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            row[6],
+            start,
+            end,
+            start if row[9] == row[7] else utc_text(row[9]),
+            end if row[10] == row[8] else utc_text(row[10]),
+            row[11],
+            row[12],
+        )
+        yield row[0], row[13], row[14], data
 
 
 def closure_known(closed_at: datetime | None, known_at: datetime) -> bool:

@@ -1,11 +1,13 @@
 """Concurrent writers give one contiguous change log, and verification running meanwhile reads
-one consistent state: it never reports a write it saw only half of."""
+one consistent state: it never reports a write it saw only half of, also when a worker process
+reads the facts on its own connection (graph_app.integrity_worker)."""
 
 import threading
 import time
 
 import pytest
 from django.db import connection, connections
+from django.test import override_settings
 
 from graph_app import selectors, services
 from graph_app.models import GraphChange
@@ -18,7 +20,8 @@ WRITES = 10
 # available_apps: the flush after the test empties only the graph's tables (the migration's
 # default project survives for the tests after this one).
 @pytest.mark.django_db(transaction=True, available_apps=["graph_app"])
-def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a_write():
+@pytest.mark.parametrize("worker", [False, True], ids=["one process", "fact worker"])
+def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a_write(worker):
     project, _ = Project.objects.get_or_create(slug="default")
     barrier = threading.Barrier(WRITERS + 1)
     errors: list[BaseException] = []
@@ -44,11 +47,13 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
     def verifier() -> None:
         try:
             barrier.wait()
-            while not done.is_set():
-                reports.append(selectors.integrity_verify(project=project).as_json())
-                # On SQLite verification holds the write lock while it reads, and SQLite's lock
-                # is not fair: back-to-back runs could starve the writers past their timeout.
-                time.sleep(0.005)
+            with override_settings(INTEGRITY_WORKER_MIN_CHANGES=1 if worker else 0):
+                while not done.is_set():
+                    reports.append(selectors.integrity_verify(project=project).as_json())
+                    # On SQLite verification holds the write lock while it reads, and SQLite's
+                    # lock is not fair: back-to-back runs could starve the writers past their
+                    # timeout.
+                    time.sleep(0.005)
         except BaseException as exc:
             errors.append(exc)
         finally:
