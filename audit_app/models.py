@@ -161,9 +161,15 @@ SOURCE_TITLES = {
 class InjectionRecord(AppendOnlyModel):
     seq = models.PositiveBigIntegerField(unique=True)
     format = models.PositiveSmallIntegerField(default=2)  # see audit_app.domain.chain
-    # None only for log events (purge) that concern no project.
+    # None only for log events (purge) that concern no project. Indexed by
+    # injection_project_recent (project, created_at), which serves lookups by project too.
     project = models.ForeignKey(
-        Project, on_delete=models.PROTECT, related_name="injections", null=True, blank=True
+        Project,
+        on_delete=models.PROTECT,
+        related_name="injections",
+        null=True,
+        blank=True,
+        db_index=False,
     )
     source = models.CharField(max_length=16)  # plan | load | compile | prompt | erasure | purge
     channel = models.CharField(max_length=32)  # rest | mcp | cli | benchmark | ...

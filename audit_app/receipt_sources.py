@@ -32,22 +32,51 @@ class ReceiptSource(models.Model):
     item_id = models.CharField(max_length=64)
     sha256 = models.CharField(max_length=64)
     # By name: this module is imported by audit_app.models, which the graph's models import.
+    # Each row links one of the four (its kind's), so each link is indexed only where set
+    # (the partial indexes below): a receipt's commit then writes the pages of one link index,
+    # not four (the deletion checks of PROTECT look a row up by a set value, which they use).
     trace = models.ForeignKey(
-        "sessions_app.Trace", null=True, on_delete=models.PROTECT, related_name="+"
+        "sessions_app.Trace",
+        null=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
     summary = models.ForeignKey(
-        "sessions_app.SessionSummary", null=True, on_delete=models.PROTECT, related_name="+"
+        "sessions_app.SessionSummary",
+        null=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
     fact = models.ForeignKey(
-        "graph_app.TemporalFact", null=True, on_delete=models.PROTECT, related_name="+"
+        "graph_app.TemporalFact",
+        null=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
     episode = models.ForeignKey(
-        "graph_app.Episode", null=True, on_delete=models.PROTECT, related_name="+"
+        "graph_app.Episode",
+        null=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
 
     class Meta:
         app_label = "audit_app"
-        indexes = [models.Index(fields=["kind", "item_id"], name="receipt_source_item")]
+        indexes = [
+            models.Index(fields=["kind", "item_id"], name="receipt_source_item"),
+            *(
+                models.Index(
+                    fields=[link],
+                    condition=models.Q(**{f"{link}__isnull": False}),
+                    name=f"receipt_source_{link}",
+                )
+                for link in ("trace", "summary", "fact", "episode")
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.item_id} delivered by receipt seq {self.record.seq}"

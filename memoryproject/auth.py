@@ -9,7 +9,6 @@ HTTP and stdio check keys with the same `api_key_verify`.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -17,9 +16,9 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from memoryproject import sql
 from memoryproject.errors import ApplicationError
 from memoryproject.models import ProjectAPIKey, Scope
+from memoryproject.projects import key_with_projects
 from memoryproject.throttling import auth_failure_record, auth_retry_after, key_prefix_of
 
 KEYWORDS = {"bearer", "api-key"}
@@ -29,21 +28,13 @@ class KeyRefused(Exception):
     """A presented API key that does not authenticate; the message says why."""
 
 
-@cache
-def _key_by_prefix_sql() -> str:
-    fields = sql.field_names(ProjectAPIKey)
-    return f"{sql.select(ProjectAPIKey, fields)} WHERE {sql.column(ProjectAPIKey, 'prefix')} = %s"
-
-
 def api_key_verify(key: str) -> ProjectAPIKey:
     """The valid, unrevoked, unexpired key ``key`` is, or `KeyRefused` saying why not."""
     key = key.strip()
     prefix, dot, secret = key.partition(".")
     if not dot or not prefix or not secret:
         raise KeyRefused("Unknown API key.")
-    api_key = sql.first(
-        ProjectAPIKey, sql.field_names(ProjectAPIKey), _key_by_prefix_sql(), [prefix]
-    )
+    api_key = key_with_projects(prefix)
     if api_key is None or not api_key.is_valid(key):
         raise KeyRefused("Unknown API key.")
     if api_key.revoked:

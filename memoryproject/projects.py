@@ -21,6 +21,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import DEFAULT_DB_ALIAS
 
 from memoryproject import sql
 from memoryproject.errors import ApplicationError, NotFoundError, PermissionDeniedError
@@ -80,25 +81,84 @@ def identity_label(identity: Identity | None, fallback: str = "") -> str:
     return identity.label if identity is not None else fallback
 
 
+def _project_columns(alias: str) -> str:
+    return ", ".join(f"{alias}." + sql.column(Project, f) for f in sql.field_names(Project))
+
+
 @cache
-def _projects_of_key_sql() -> str:
-    """The projects an API key is bound to, in one statement over the link table."""
+def _key_link() -> tuple[str, str, str]:
+    """The table linking keys to projects, with its key and its project column (quoted)."""
     link = ProjectAPIKey._meta.get_field("projects")
     through = link.remote_field.through  # type: ignore[union-attr]
     assert through is not None
     key_column = sql.quote(link.m2m_column_name())  # type: ignore[union-attr]
     project_column = sql.quote(link.m2m_reverse_name())  # type: ignore[union-attr]
+    return sql.table(through), key_column, project_column
+
+
+@cache
+def _projects_of_key_sql() -> str:
+    """The projects an API key is bound to, in one statement over the link table."""
+    link, key_column, project_column = _key_link()
     return (
-        f"SELECT {', '.join('p.' + sql.column(Project, f) for f in sql.field_names(Project))} "
-        f"FROM {sql.table(Project)} p JOIN {sql.table(through)} k "
+        f"SELECT {_project_columns('p')} "
+        f"FROM {sql.table(Project)} p JOIN {link} k "
         f"ON k.{project_column} = p.{sql.column(Project, 'pk')} WHERE k.{key_column} = %s "
         f"ORDER BY p.{sql.column(Project, 'slug')}"
     )
 
 
+@cache
+def _key_with_projects_sql() -> str:
+    """The API key of a prefix and, one row each, the projects it is bound to (a key bound to
+    none: one row, the project's columns NULL)."""
+    link, key_column, project_column = _key_link()
+    key_columns = ", ".join(
+        "a." + sql.column(ProjectAPIKey, f) for f in sql.field_names(ProjectAPIKey)
+    )
+    return (
+        f"SELECT {key_columns}, {_project_columns('p')} FROM {sql.table(ProjectAPIKey)} a "
+        f"LEFT JOIN {link} k ON k.{key_column} = a.{sql.column(ProjectAPIKey, 'pk')} "
+        f"LEFT JOIN {sql.table(Project)} p ON p.{sql.column(Project, 'pk')} = k.{project_column} "
+        f"WHERE a.{sql.column(ProjectAPIKey, 'prefix')} = %s "
+        f"ORDER BY p.{sql.column(Project, 'slug')}"
+    )
+
+
+def key_with_projects(prefix: str) -> ProjectAPIKey | None:
+    """The API key with ``prefix``, its bound projects read in the same statement and kept on
+    it as ``bound_projects`` for the call it authenticates (``project_resolve`` then reads
+    them from there). A key is verified anew for every call, so they are never older than it."""
+    key_fields, project_fields = sql.field_names(ProjectAPIKey), sql.field_names(Project)
+    rows = sql.fetch(_key_with_projects_sql(), [prefix])
+    if not rows:
+        return None
+    split = len(key_fields)
+    key_values = sql.row_converter(ProjectAPIKey, key_fields)(rows[0][:split])
+    api_key = ProjectAPIKey.from_db(
+        DEFAULT_DB_ALIAS, _attnames(ProjectAPIKey, key_fields), key_values
+    )
+    as_project = sql.row_converter(Project, project_fields)
+    names = _attnames(Project, project_fields)
+    api_key.bound_projects = tuple(  # type: ignore[attr-defined]
+        Project.from_db(DEFAULT_DB_ALIAS, names, as_project(row[split:]))
+        for row in rows
+        if row[split] is not None
+    )
+    return api_key
+
+
+@cache
+def _attnames(model: type[Project] | type[ProjectAPIKey], fields: tuple[str, ...]) -> list[str]:
+    return [model._meta.get_field(name).attname for name in fields]  # type: ignore[union-attr]
+
+
 def _allowed(identity: Identity) -> list[Project]:
     if isinstance(identity, LocalIdentity):
         return identity.allowed_projects()
+    bound = getattr(identity, "bound_projects", None)
+    if bound is not None:
+        return list(bound)
     fields = sql.field_names(Project)
     return sql.instances(Project, fields, _projects_of_key_sql(), [identity.pk])
 

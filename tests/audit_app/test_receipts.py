@@ -107,3 +107,22 @@ def test_the_admin_offers_no_delete_of_receipted_evidence(admin_client, default_
     url = f"/admin/sessions_app/trace/{trace.pk}/delete/"
     assert admin_client.post(url, {"post": "yes"}).status_code == 403
     assert Trace.objects.filter(pk=trace.pk).exists()
+
+
+@pytest.mark.parametrize("link", ["trace", "summary", "fact", "episode"])
+def test_a_source_is_looked_up_through_the_partial_index_of_its_link(default_project, link):
+    """Each index row links one source, so each link column is indexed only where set (a
+    receipt's commit writes one link index's pages, not four); the lookups by a source (the
+    deletion check of PROTECT, erasure) must still find that index."""
+    from django.db import connection
+
+    lookup = ReceiptSource.objects.filter(**{f"{link}__in": [1, 2]}).only("pk")
+    plan = lookup.explain()
+    if connection.vendor == "sqlite":
+        assert f"USING INDEX receipt_source_{link}" in plan or (
+            f"USING COVERING INDEX receipt_source_{link}" in plan
+        ), plan
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, ReceiptSource._meta.db_table)
+    on_link = [n for n, i in indexes.items() if i["columns"] == [f"{link}_id"] and i["index"]]
+    assert on_link == [f"receipt_source_{link}"]
