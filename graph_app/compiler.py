@@ -35,7 +35,6 @@ from sys import intern
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import transaction
 
 from audit_app.selectors import checkpoint_key, open_findings_of_facts
 from audit_app.services import injection_log_append
@@ -95,6 +94,7 @@ from memoryproject.errors import ConflictError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.tokens import count_tokens, tokens_warm
+from memoryproject.writes import write_transaction
 
 log = logging.getLogger(__name__)
 
@@ -815,10 +815,13 @@ def delivery_receipt(
 
 @takes(CompileInput)
 def context_deliver(*, project: Project, params: CompileInput, caller: Caller) -> CompileResult:
-    """``context_compile`` for a caller (REST, MCP): the bundle and its receipt in the
-    injection log, committed together; the answer names the receipt (``injection_id``)."""
-    with transaction.atomic():
-        result = context_compile(project=project, params=params)
+    """``context_compile`` for a caller (REST, MCP): the bundle, answered only once its
+    receipt is committed to the injection log; the answer names the receipt
+    (``injection_id``). The compile reads outside the write turn: on SQLite a transaction
+    around it would hold the database's one write lock for the whole compile (seconds with
+    proofs at 100k facts), and every writer would wait."""
+    result = context_compile(project=project, params=params)
+    with write_transaction():
         receipt = delivery_receipt(
             project=project, caller=caller, params=params, result=result, text=result.markdown
         )

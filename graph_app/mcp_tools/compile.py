@@ -8,7 +8,6 @@ The tool is built from the same operation as ``POST /v1/graph/compile``
 from collections.abc import Callable
 from typing import Annotated
 
-from django.db import transaction
 from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
@@ -16,6 +15,7 @@ from graph_app.compiler import context_compile, delivery_receipt
 from graph_app.contracts.compile import QUERY_MAX_CHARS, CompileInput, CompileResult
 from graph_app.operations import CONTEXT_COMPILE
 from memoryproject.mcp import WRITE, MemoryServer, add_tool, prompt_render
+from memoryproject.writes import write_transaction
 
 # The prompts' budget: a briefing is read by the agent before it starts, so it may be longer
 # than the default bundle.
@@ -63,10 +63,10 @@ def prompt_with_memory(
     nothing matched), receipted like any delivery (source "prompt", the exact text's hash)."""
     target = server.project_for(project, "read")
     params = CompileInput.parse({"query": query[:QUERY_MAX_CHARS], "max_tokens": max_tokens})
-    with transaction.atomic():
-        compiled = context_compile(project=target, params=params)
-        text = frame(compiled.markdown if compiled.items else "")
-        caller = server.caller()
+    compiled = context_compile(project=target, params=params)
+    text = frame(compiled.markdown if compiled.items else "")
+    caller = server.caller()
+    with write_transaction():  # the turn spans the receipt only, as context_deliver's
         delivery_receipt(
             project=target,
             caller=caller,

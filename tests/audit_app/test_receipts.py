@@ -126,3 +126,46 @@ def test_a_source_is_looked_up_through_the_partial_index_of_its_link(default_pro
         indexes = connection.introspection.get_constraints(cursor, ReceiptSource._meta.db_table)
     on_link = [n for n, i in indexes.items() if i["columns"] == [f"{link}_id"] and i["index"]]
     assert on_link == [f"receipt_source_{link}"]
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["audit_app", "sessions_app", "graph_app"])
+@pytest.mark.parametrize("with_proofs", [False, True])
+def test_a_delivery_takes_the_write_turn_for_its_receipt_only(with_proofs):
+    """A compile reads outside any transaction; only its receipt is written in one. On SQLite
+    a transaction holds the database's one write lock, and a compile held in one (seconds with
+    proofs on a large graph) would make every writer wait."""
+    from django.db import connection
+
+    from graph_app.compiler import context_deliver
+    from memoryproject.contracts import Caller
+    from memoryproject.models import Project
+
+    project, _ = Project.objects.get_or_create(slug="default")
+    seed(project)
+    compiler_cache_clear()
+    statements: list[tuple[str, bool]] = []
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql.split(None, 1)[0].upper(), connection.in_atomic_block))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        answer = context_deliver(
+            project=project,
+            query="auth_service token format",
+            with_proofs=with_proofs,
+            caller=Caller(channel="test", client="turn"),
+        )
+    assert answer.injection_id is not None and answer.items
+    assert all(atomic for _, atomic in statements[first_write(statements) :]), statements
+    # The compile's reads come before any transaction (the proofs' graph leaves then read in
+    # their own snapshot): a transaction opens with a BEGIN on SQLite, by the driver's on
+    # PostgreSQL (its statements are then inside one).
+    opened = next(i for i, (verb, atomic) in enumerate(statements) if verb == "BEGIN" or atomic)
+    before = {verb for verb, _ in statements[:opened]}
+    assert opened >= 2 and before == {"SELECT"}, statements
+    assert InjectionRecord.objects.get(pk=answer.injection_id).items
+
+
+def first_write(statements: list[tuple[str, bool]]) -> int:
+    return next(i for i, (verb, _) in enumerate(statements) if verb == "INSERT")
