@@ -1230,15 +1230,27 @@ def _chain_read(
 def _snapshot() -> Iterator[bool]:
     """One consistent state of the graph for all of verification's reads, so that a write
     committed meanwhile is never half seen (its rows without its log entries, or the reverse):
-    a repeatable-read transaction on PostgreSQL; on SQLite the transaction holds the write
-    lock while verification reads (writers wait). Yields whether it opened the transaction
-    (rather than joining the caller's)."""
+    a repeatable-read transaction on PostgreSQL; on SQLite a deferred one, a WAL reader's
+    snapshot taken at its first read, which writers do not wait for (an IMMEDIATE one, the
+    configured mode, would hold the database's write lock for seconds at 100k facts). Reads
+    only. Yields whether it opened the transaction (rather than joining the caller's)."""
     outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield outermost
+    deferred = outermost and connection.vendor == "sqlite"
+    if deferred:
+        connection.ensure_connection()  # connecting sets the configured mode again
+        configured = connection.transaction_mode  # type: ignore[attr-defined]
+        connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
+    try:
+        with transaction.atomic():
+            if deferred:
+                connection.transaction_mode = configured  # type: ignore[attr-defined]
+            if outermost and connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield outermost
+    finally:
+        if deferred:
+            connection.transaction_mode = configured  # type: ignore[attr-defined]
 
 
 def _verify(
@@ -1505,7 +1517,7 @@ def _integrity_read(
         chain, revision = _chain_read(project, checkpoint)
         episode_rows = _episode_rows(project)
         episode_digests = record_digests(_episode_leaves(episode_rows, project.slug))
-        fact_digests = _fact_worker_digests(apart) if apart is not None else None
+        fact_digests = _fact_worker_digests(apart, project) if apart is not None else None
     finally:
         if apart is not None and apart.returncode is None:
             apart.kill()
@@ -1531,10 +1543,12 @@ def _integrity_read(
 
 
 def _fact_worker_start(project: Project) -> subprocess.Popen[bytes] | None:
-    """Starts a worker reading and hashing the project's facts in this transaction's
-    snapshot; None when the project is below INTEGRITY_WORKER_MIN_CHANGES, the database is
-    one a second connection cannot share (in memory; not SQLite or PostgreSQL) or the worker
-    cannot start. Verification then reads them itself."""
+    """Starts a worker reading and hashing the project's facts: in this transaction's
+    snapshot on PostgreSQL (exported), in a snapshot of its own on SQLite, which
+    ``_fact_worker_digests`` holds to this one by the project's graph head. None when the
+    project is below INTEGRITY_WORKER_MIN_CHANGES, the database is one a second connection
+    cannot share (in memory; not SQLite or PostgreSQL) or the worker cannot start.
+    Verification then reads them itself."""
     minimum = settings.INTEGRITY_WORKER_MIN_CHANGES
     if minimum <= 0 or connection.vendor not in ("sqlite", "postgresql"):
         return None
@@ -1542,10 +1556,13 @@ def _fact_worker_start(project: Project) -> subprocess.Popen[bytes] | None:
     if (size.first() or 0) < minimum:
         return None
     sql, params = _fact_statement(project)
+    head_sql, head_params = _head_row(project).query.sql_with_params()
     job: dict[str, Any] = {
         "vendor": connection.vendor,
         "sql": sql,
         "params": list(params),
+        "head_sql": head_sql,
+        "head_params": list(head_params),
         "project": project.slug,
     }
     if connection.vendor == "sqlite":
@@ -1583,9 +1600,18 @@ def _fact_worker_start(project: Project) -> subprocess.Popen[bytes] | None:
     return worker
 
 
-def _fact_worker_digests(worker: subprocess.Popen[bytes]) -> RecordDigests | None:
-    """The worker's digests of the facts; None (logged) if it failed: verification then
-    reads them itself."""
+def _head_row(project: Project) -> QuerySet[Any]:
+    """The project's graph head: (revision, changes, head hash). Every write through the
+    services moves it, so two reads that find the same head read the same graph."""
+    return GraphRevision.objects.filter(project=project).values_list(
+        "revision", "changes", "head_hash"
+    )
+
+
+def _fact_worker_digests(worker: subprocess.Popen[bytes], project: Project) -> RecordDigests | None:
+    """The worker's digests of the facts, when it read them at the graph head this
+    verification reads; None (logged) if it failed or read another head (a write committed
+    between the two snapshots): verification then reads them itself."""
     try:
         out, err = worker.communicate(timeout=_WORKER_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -1595,10 +1621,21 @@ def _fact_worker_digests(worker: subprocess.Popen[bytes]) -> RecordDigests | Non
         return None
     if worker.returncode == 0:
         try:
-            digests = RecordDigests(*marshal.loads(out))
+            head, *columns = marshal.loads(out)
+            digests = RecordDigests(*columns)
         except (EOFError, ValueError, TypeError):
             pass
         else:
+            here = list(_head_row(project).first() or [])
+            if list(head or []) != here:
+                logger.info(
+                    "integrity worker %s read the graph at head %s, not %s (a write came "
+                    "between): facts read in process",
+                    worker.pid,
+                    head,
+                    here,
+                )
+                return None
             logger.debug("integrity worker %s read %d facts", worker.pid, len(digests.ids))
             return digests
     detail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]

@@ -78,3 +78,41 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
     assert len(seqs) == WRITERS + WRITES + WRITERS * WRITES
     final = selectors.integrity_verify(project=project)
     assert final["verified"] is True and final["chain"]["size"] == len(seqs)
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["graph_app"])
+def test_a_write_commits_while_verification_reads_and_verification_still_reads_one_state():
+    """Verification's snapshot (``selectors._snapshot``, which full verification and proofs
+    read in) is a reader's: on SQLite it does not take the database's write lock, so a write
+    meanwhile commits at once; and it still reads the state it began with."""
+    from graph_app.models import TemporalFact
+
+    project, _ = Project.objects.get_or_create(slug="default")
+    services.fact_upsert(project=project, subject_id="svc", predicate="runs_on", object_value="a")
+    committed = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            services.fact_upsert(
+                project=project, subject_id="svc", predicate="owns", object_value="ledger"
+            )
+            committed.set()
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    facts = TemporalFact.objects.filter(project=project)
+    with selectors._snapshot():
+        before = facts.count()
+        thread = threading.Thread(target=writer)
+        thread.start()
+        waited = committed.wait(10)  # an IMMEDIATE transaction here would make it wait
+        inside = facts.count()
+    thread.join()
+    connection.close()
+    assert errors == []
+    assert waited, "the write waited for the verification's snapshot"
+    assert inside == before == 1
+    assert facts.count() == 2
