@@ -167,3 +167,12 @@ def test_below_the_threshold_no_worker_starts(project, caplog):
     with override_settings(INTEGRITY_WORKER_MIN_CHANGES=10_000):
         assert selectors.integrity_verify(project=project)["verified"] is True
     assert _worker_said(caplog) == []
+
+
+def test_the_worker_starts_without_django():
+    """Its start costs an interpreter and the canonical forms, not the application."""
+    import subprocess
+
+    probe = "import graph_app.integrity_worker, sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework', 'mcp')))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
