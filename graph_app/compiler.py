@@ -818,8 +818,8 @@ def context_deliver(*, project: Project, params: CompileInput, caller: Caller) -
     """``context_compile`` for a caller (REST, MCP): the bundle, answered only once its
     receipt is committed to the injection log; the answer names the receipt
     (``injection_id``). The compile reads outside the write turn: on SQLite a transaction
-    around it would hold the database's one write lock for the whole compile (seconds with
-    proofs at 100k facts), and every writer would wait."""
+    around it would hold the database's one write lock for the whole compile (about a second
+    with proofs at 100k facts), and every writer would wait."""
     result = context_compile(project=project, params=params)
     with write_transaction():
         receipt = delivery_receipt(

@@ -1217,9 +1217,7 @@ def _chain_read(
         # so that its problems are named as a full verification names them.
     if report is None:
         report = chain_verify(_change_entries(project), project=project.slug, watch=watch)
-    head = GraphRevision.objects.filter(project=project)
-    stored = head.values_list("revision", "changes", "head_hash").first()
-    revision, size, head_hash = stored or (0, 0, GENESIS_HASH)
+    revision, size, head_hash = _head_row(project).first() or (0, 0, GENESIS_HASH)
     head_verify(report, size=int(size), head=str(head_hash))
     if checkpoint is not None:
         checkpoint_verify(report, size=checkpoint[0], head=checkpoint[1])
@@ -1242,8 +1240,6 @@ def _snapshot() -> Iterator[bool]:
         connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
     try:
         with transaction.atomic():
-            if deferred:
-                connection.transaction_mode = configured  # type: ignore[attr-defined]
             if outermost and connection.vendor == "postgresql":
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -1517,11 +1513,11 @@ def _integrity_read(
         chain, revision = _chain_read(project, checkpoint)
         episode_rows = _episode_rows(project)
         episode_digests = record_digests(_episode_leaves(episode_rows, project.slug))
-        fact_digests = _fact_worker_digests(apart, project) if apart is not None else None
+        fact_digests = _fact_worker_digests(*apart) if apart is not None else None
     finally:
-        if apart is not None and apart.returncode is None:
-            apart.kill()
-            apart.communicate()
+        if apart is not None and apart[0].returncode is None:
+            apart[0].kill()
+            apart[0].communicate()
     if fact_digests is None:
         fact_digests = record_digests(_fact_leaves(project))
     leaf_hashes: list[bytes] = []
@@ -1542,18 +1538,19 @@ def _integrity_read(
     )
 
 
-def _fact_worker_start(project: Project) -> subprocess.Popen[bytes] | None:
-    """Starts a worker reading and hashing the project's facts: in this transaction's
-    snapshot on PostgreSQL (exported), in a snapshot of its own on SQLite, which
-    ``_fact_worker_digests`` holds to this one by the project's graph head. None when the
+def _fact_worker_start(project: Project) -> tuple[subprocess.Popen[bytes], list[Any]] | None:
+    """Starts a worker reading and hashing the project's facts, and answers it with the
+    graph head this snapshot reads: the worker reads in this transaction's snapshot on
+    PostgreSQL (exported), in a snapshot of its own on SQLite, which ``_fact_worker_digests``
+    holds to this one by that head. None when the
     project is below INTEGRITY_WORKER_MIN_CHANGES, the database is one a second connection
     cannot share (in memory; not SQLite or PostgreSQL) or the worker cannot start.
     Verification then reads them itself."""
     minimum = settings.INTEGRITY_WORKER_MIN_CHANGES
     if minimum <= 0 or connection.vendor not in ("sqlite", "postgresql"):
         return None
-    size = GraphRevision.objects.filter(project=project).values_list("changes", flat=True)
-    if (size.first() or 0) < minimum:
+    head = list(_head_row(project).first() or [])
+    if not head or head[1] < minimum:  # (revision, changes, head hash)
         return None
     sql, params = _fact_statement(project)
     head_sql, head_params = _head_row(project).query.sql_with_params()
@@ -1597,7 +1594,7 @@ def _fact_worker_start(project: Project) -> subprocess.Popen[bytes] | None:
             stdin.write(marshal.dumps(job))
     except OSError:
         pass  # it ended already: its exit status and stderr say why
-    return worker
+    return worker, head
 
 
 def _head_row(project: Project) -> QuerySet[Any]:
@@ -1608,7 +1605,7 @@ def _head_row(project: Project) -> QuerySet[Any]:
     )
 
 
-def _fact_worker_digests(worker: subprocess.Popen[bytes], project: Project) -> RecordDigests | None:
+def _fact_worker_digests(worker: subprocess.Popen[bytes], here: list[Any]) -> RecordDigests | None:
     """The worker's digests of the facts, when it read them at the graph head this
     verification reads; None (logged) if it failed or read another head (a write committed
     between the two snapshots): verification then reads them itself."""
@@ -1626,7 +1623,6 @@ def _fact_worker_digests(worker: subprocess.Popen[bytes], project: Project) -> R
         except (EOFError, ValueError, TypeError):
             pass
         else:
-            here = list(_head_row(project).first() or [])
             if list(head or []) != here:
                 logger.info(
                     "integrity worker %s read the graph at head %s, not %s (a write came "

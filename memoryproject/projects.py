@@ -21,7 +21,6 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DEFAULT_DB_ALIAS
 
 from memoryproject import sql
 from memoryproject.errors import ApplicationError, NotFoundError, PermissionDeniedError
@@ -134,23 +133,13 @@ def key_with_projects(prefix: str) -> ProjectAPIKey | None:
     if not rows:
         return None
     split = len(key_fields)
-    key_values = sql.row_converter(ProjectAPIKey, key_fields)(rows[0][:split])
-    api_key = ProjectAPIKey.from_db(
-        DEFAULT_DB_ALIAS, _attnames(ProjectAPIKey, key_fields), key_values
-    )
-    as_project = sql.row_converter(Project, project_fields)
-    names = _attnames(Project, project_fields)
+    api_key = sql.instance_from(ProjectAPIKey, key_fields, rows[0][:split])
     api_key.bound_projects = tuple(  # type: ignore[attr-defined]
-        Project.from_db(DEFAULT_DB_ALIAS, names, as_project(row[split:]))
+        sql.instance_from(Project, project_fields, row[split:])
         for row in rows
         if row[split] is not None
     )
     return api_key
-
-
-@cache
-def _attnames(model: type[Project] | type[ProjectAPIKey], fields: tuple[str, ...]) -> list[str]:
-    return [model._meta.get_field(name).attname for name in fields]  # type: ignore[union-attr]
 
 
 def _allowed(identity: Identity) -> list[Project]:

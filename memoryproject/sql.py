@@ -130,10 +130,16 @@ def instances(
     """The rows ``statement`` answers as model instances (``Model.from_db``), its columns being
     ``fields`` in the model's field order (the primary key among them; the others are left
     deferred)."""
+    return [instance_from(model, fields, raw, using) for raw in fetch(statement, params, using)]
+
+
+def instance_from(
+    model: type[M], fields: Sequence[str], raw: Sequence[Any], using: str = DEFAULT_DB_ALIAS
+) -> M:
+    """A model instance from a raw row (or part of one) whose columns are ``fields``, as
+    ``instances`` makes each."""
     names = [_field(model, n).attname for n in fields]
-    return [
-        model.from_db(using, names, row) for row in rows(model, fields, statement, params, using)
-    ]
+    return model.from_db(using, names, row_converter(model, fields, using)(raw))
 
 
 def first(

@@ -187,13 +187,12 @@ def record_digests(records: Iterable[tuple[str, Any, Any, bytes]]) -> RecordDige
     """The digests of (id, stored hash, revision, canonical JSON) records."""
     digests = RecordDigests([], [], [], [], [])
     ids, stored, revisions, computed, leaves = digests
-    sha256 = hashlib.sha256
     for record_id, stored_hash, revision, data in records:
         ids.append(record_id)
         stored.append(stored_hash)
         revisions.append(revision)
-        computed.append(sha256(data).hexdigest())
-        leaves.append(sha256(LEAF_PREFIX + data).digest())
+        computed.append(sha256_hex(data))
+        leaves.append(leaf_hash(data))
     return digests
 
 
