@@ -14,8 +14,6 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from django.db import transaction
-
 from audit_app.contracts import ErasureCertificate
 from audit_app.receipt_sources import ReceiptSource
 from audit_app.reviews import reviews_forget
@@ -25,6 +23,7 @@ from graph_app.services import graph_record_erase
 from memoryproject.errors import NotFoundError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
+from memoryproject.writes import write_transaction
 from sessions_app.models import SessionSummary, Trace
 from sessions_app.selectors import summary_sha256, trace_sha256
 
@@ -106,7 +105,7 @@ def erase(
     id with its ``project``, or a delivered text's SHA-256) and answers the certificate."""
     if not reason.strip():
         raise validation_error("reason", "must not be empty: say why the content is erased")
-    with transaction.atomic():
+    with write_transaction():
         owner, erased = _erase_source(target, ref, project, reason)
         reviews_forget(project=owner, items=erased)
         receipts, texts = _receipt_texts(erased, owner)

@@ -36,13 +36,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from audit_app.domain.chain import EMPTY_TEXT_SHA256
 from audit_app.domain.chain import GENESIS_HASH as GENESIS_HASH
 from memoryproject.models import Project
 from memoryproject.timeutil import human_utc, iso
+from memoryproject.writes import write_transaction
 
 
 class AppendOnlyError(Exception):
@@ -93,7 +94,7 @@ def audit_maintenance(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     SQLite the one-row switch table, closed again before the transaction ends (and rolled back
     with it on an error), so no other connection ever sees it open."""
     connection = connections[using]
-    with transaction.atomic(using=using):
+    with write_transaction(using):
         was_open = _gate_read(connection)
         _gate_write(connection, True)
         depth = getattr(_gate, using, 0)

@@ -16,7 +16,6 @@ from functools import cache
 from types import NoneType, UnionType
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-from django.db import transaction
 from pydantic import BaseModel, ValidationError
 
 from audit_app.domain.chain import sha256_text
@@ -27,6 +26,7 @@ from memoryproject import sql
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
+from memoryproject.writes import write_transaction
 
 __all__ = [
     "review_claim",
@@ -119,7 +119,7 @@ def review_open(
     pending = Review.objects.filter(
         project=project, source=source, text_sha256=digest, state__in=PENDING
     )
-    with transaction.atomic(savepoint=False):
+    with write_transaction(savepoint=False):
         # ON CONFLICT DO NOTHING: a concurrent twin queued first, and is answered below.
         Review.objects.bulk_create(
             [
@@ -165,7 +165,7 @@ def review_decide(*, review_id: int, decision: str, by: str, reason: str) -> Rev
         raise validation_error("reason", "must not be empty: say why")
     if not by.strip():
         raise validation_error("by", "must name the reviewer")
-    with transaction.atomic():
+    with write_transaction():
         rows = Review.objects.select_for_update(of=("self",)).select_related("project")
         found = rows.filter(pk=review_id).first()
         if found is None:
@@ -203,7 +203,7 @@ def review_finding_decide(
 ) -> ContradictionFinding:
     """A reviewer resolves or dismisses an open contradiction finding with a reason (the event
     is appended by ``finding_settle``)."""
-    with transaction.atomic():
+    with write_transaction():
         finding = (
             ContradictionFinding.objects.select_for_update(of=("self",))
             .select_related("project")

@@ -2,7 +2,7 @@
 records: receipts, and erasure and purge events), storing and erasing delivered texts,
 checkpoints, the retention purge, and running the contradiction auditor.
 
-Callers invoke appends inside their own ``transaction.atomic`` so the record commits with the
+Callers invoke appends inside their own ``write_transaction`` so the record commits with the
 decision it receipts. The chain head row is locked with SELECT ... FOR UPDATE (PostgreSQL); on
 SQLite the IMMEDIATE transaction mode already holds the database write lock from BEGIN, so
 appends are serialised there too. ``seq`` and ``record_hash`` are unique as a last line of
@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import rfc8785
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Exists, OuterRef
 
 from audit_app.contracts import (
@@ -77,6 +77,7 @@ from memoryproject.contracts import Caller, has_nul, takes
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
+from memoryproject.writes import write_transaction
 
 __all__ = [
     "EVENT_KINDS",
@@ -213,7 +214,7 @@ def _text_keep_sql() -> str:
 def _append(*, text: str, **fields: Any) -> InjectionRecord:
     """Links one record after the head, stores its text and moves the head (one transaction:
     the caller's when there is one; no savepoint, a failed append fails the whole decision)."""
-    with transaction.atomic(savepoint=False):
+    with write_transaction(savepoint=False):
         head = _head_locked()
         record = InjectionRecord(
             seq=head.seq + 1,
@@ -261,7 +262,7 @@ def injection_log_append(
     if generated_at.tzinfo is None:
         raise ApplicationError("generated_at: must be timezone-aware", field="generated_at")
     asked, delivered = _plain_json(request, "request"), _delivered_items(items)
-    with transaction.atomic(savepoint=False):
+    with write_transaction(savepoint=False):
         record = _append(
             text=system_prompt,
             project=project,
@@ -324,7 +325,7 @@ def delivered_text_erase(*, sha256: str, reason: str = "") -> bool:
     a stored text was removed (False when none was stored, or it was erased before)."""
     if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
         raise validation_error("sha256", "must be 64 lowercase hex digits")
-    with transaction.atomic():
+    with write_transaction():
         ErasedText.objects.bulk_create(
             [ErasedText(sha256=sha256, erased_at=utcnow(), reason=reason.strip())],
             ignore_conflicts=True,
@@ -366,7 +367,7 @@ def audit_checkpoint_create(*, out: Path | None = None) -> CheckpointOut:
     checkpoint table and, with ``out``, writes it as a JSON file to ship elsewhere. Refuses to
     sign a log that does not verify, or without the key."""
     key = checkpoint_key()
-    with transaction.atomic():
+    with write_transaction():
         verification = injection_log_verify()
         if not verification.ok:
             broken = verification.first_broken
@@ -488,7 +489,7 @@ def audit_log_purge(
         "event_seq": None,
         "anchor": None,
     }
-    with transaction.atomic():
+    with write_transaction():
         head = _head_locked()
         first = chain_anchor().seq + 1
         through = _purge_through(first, head.seq, before)
@@ -594,7 +595,7 @@ def contradictions_audit(
     with collector_paused():  # every held fact read at once
         held = facts_held_at(project=project, at=at)
         found = contradictions_find(held, rule_book())
-    with transaction.atomic():
+    with write_transaction():
         run = AuditRun.objects.create(
             project=project,
             started_at=started,
@@ -639,7 +640,7 @@ def finding_settle(
         raise validation_error("state", "must be resolved or dismissed")
     if not reason.strip():
         raise validation_error("reason", "must not be empty: say why")
-    with transaction.atomic():
+    with write_transaction():
         finding.state, finding.settled_by = state, by
         finding.reason, finding.settled_at = reason.strip(), utcnow()
         finding.save(update_fields=["state", "settled_by", "reason", "settled_at"])

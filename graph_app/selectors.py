@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -26,7 +25,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Count, Model, Q, QuerySet
 
 from graph_app.contracts.graph import (
@@ -105,6 +104,7 @@ from memoryproject.collector import collector_paused
 from memoryproject.contracts import takes
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
+from memoryproject.reads import read_snapshot
 from memoryproject.timeutil import utcnow
 
 EGO_CHUNK = 5_000
@@ -1224,31 +1224,6 @@ def _chain_read(
     return report, int(revision)
 
 
-@contextmanager
-def _snapshot() -> Iterator[bool]:
-    """One consistent state of the graph for all of verification's reads, so that a write
-    committed meanwhile is never half seen (its rows without its log entries, or the reverse):
-    a repeatable-read transaction on PostgreSQL; on SQLite a deferred one, a WAL reader's
-    snapshot taken at its first read, which writers do not wait for (an IMMEDIATE one, the
-    configured mode, would hold the database's write lock for seconds at 100k facts). Reads
-    only. Yields whether it opened the transaction (rather than joining the caller's)."""
-    outermost = not connection.in_atomic_block
-    deferred = outermost and connection.vendor == "sqlite"
-    if deferred:
-        connection.ensure_connection()  # connecting sets the configured mode again
-        configured = connection.transaction_mode  # type: ignore[attr-defined]
-        connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
-    try:
-        with transaction.atomic():
-            if outermost and connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield outermost
-    finally:
-        if deferred:
-            connection.transaction_mode = configured  # type: ignore[attr-defined]
-
-
 def _verify(
     kind: Literal["fact", "episode"],
     digests: RecordDigests,
@@ -1431,7 +1406,7 @@ def graph_leaves(*, project: Project) -> GraphLeaves:
     """Every record's Merkle leaf, read in one consistent snapshot (for inclusion proofs)."""
     keys: list[tuple[str, str]] = []
     leaves: list[bytes] = []
-    with _snapshot(), collector_paused():
+    with read_snapshot(), collector_paused():
         revision = graph_revision_current(project=project)
         for kind, records in (
             ("fact", _fact_leaves(project)),
@@ -1452,7 +1427,7 @@ def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityRe
     checkpoint = None
     if params.checkpoint_size is not None and params.checkpoint_head is not None:
         checkpoint = (params.checkpoint_size, params.checkpoint_head)
-    with _snapshot() as own, collector_paused():
+    with read_snapshot() as own, collector_paused():
         if params.since_checkpoint and checkpoint is not None:
             return _integrity_since(project, checkpoint)
         # A worker reads the snapshot on its own connection: only when it holds nothing

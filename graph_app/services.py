@@ -75,6 +75,7 @@ from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
 from memoryproject.screening import screening_out
 from memoryproject.timeutil import utcnow
+from memoryproject.writes import write_transaction
 
 # --- the graph lock and revision --------------------------------------------------------------
 
@@ -188,7 +189,7 @@ def graph_write(project: Project) -> Iterator[GraphWrite]:
     """The transaction of one graph write: takes the project's graph lock (bumping its
     revision) and, when the body ends without an error, seals the change log entries it
     appended, before the commit."""
-    with transaction.atomic():
+    with write_transaction():
         revision, size, head = _graph_lock(project)
         write = GraphWrite(project=project, revision=revision, size=size, head=head, now=utcnow())
         yield write

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.color import no_style
-from django.db import connection, models, transaction
+from django.db import connection, models
 from tqdm import tqdm
 
 from audit_app.models import (
@@ -60,7 +60,9 @@ from graph_app.models import (
 from graph_app.selectors import integrity_verify
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
+from memoryproject.reads import read_snapshot
 from memoryproject.timeutil import utcnow
+from memoryproject.writes import write_transaction
 from sessions_app.models import SessionSummary, Trace
 
 FORMAT = "memoryproject-export"
@@ -174,7 +176,7 @@ def project_export(*, slug: str, out: Path) -> dict[str, Any]:
         raise PortabilityError(f"--project: no project '{slug}'", field="project")
     body: list[str] = []
     counts: dict[str, int] = {}
-    with transaction.atomic():  # one consistent snapshot (REPEATABLE READ on PostgreSQL)
+    with read_snapshot():  # one consistent state, writers not held up
         for table, queryset in _querysets(project):
             total = queryset.count()
             counts[table] = total
@@ -338,7 +340,7 @@ def project_import(
             "change log cover the project's slug); it can only be imported under its own name",
             field="project",
         )
-    with transaction.atomic():
+    with write_transaction():
         return _import_rows(header, by_table, slug, skip_receipts)
 
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import cast
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
 
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project, ProjectAPIKey, Scope
 from memoryproject.projects import validate_project_slug
+from memoryproject.writes import write_transaction
 
 
 def project_create(*, slug: str, name: str = "") -> tuple[Project, bool]:
@@ -37,7 +37,7 @@ def api_key_create(
         )
     if not project_slugs:
         raise ApplicationError("project: at least one project is required", field="project")
-    with transaction.atomic():
+    with write_transaction():
         projects = []
         for slug in project_slugs:
             slug = validate_project_slug(slug)
@@ -72,7 +72,7 @@ def bootstrap_first_run(*, default_project: str = "default") -> BootstrapResult:
     Changes nothing once any superuser exists.
     """
     user_model = get_user_model()
-    with transaction.atomic():
+    with write_transaction():
         if user_model.objects.filter(is_superuser=True).exists():
             return BootstrapResult(created=False)
         password = secrets.token_urlsafe(18)

@@ -45,12 +45,14 @@ def _lock_file(database_name: str) -> int | None:
 
 
 @contextmanager
-def write_transaction(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
-    """``transaction.atomic(using)``; an outermost one on a SQLite file first waits for its
-    turn among this process's threads, then among the processes writing the same file."""
+def write_transaction(using: str = DEFAULT_DB_ALIAS, *, savepoint: bool = True) -> Iterator[None]:
+    """``transaction.atomic(using, savepoint=savepoint)``: every write of the service opens its
+    transaction here. An outermost one on a SQLite file first waits for its turn among this
+    process's threads, then among the processes writing the same file (a writer that went
+    straight to SQLite instead would poll its busy lock behind the queue, and could time out)."""
     connection = connections[using]
     if connection.vendor != "sqlite" or connection.in_atomic_block:
-        with transaction.atomic(using=using):
+        with transaction.atomic(using=using, savepoint=savepoint):
             yield
         return
     turn = _TURN.acquire(timeout=TURN_TIMEOUT_SECONDS)

@@ -2,7 +2,8 @@
 
 These functions are the one door for REST, MCP, the admin and commands. Each validates every
 argument itself (an ApplicationError naming the field), so every caller gets the same errors,
-and writes inside ``transaction.atomic`` after validation, so bad input writes nothing.
+and writes inside ``write_transaction`` (``memoryproject/writes.py``: one transaction that takes
+its turn among the writers) after validation, so bad input writes nothing.
 Every plan and every load that returns context appends its receipt to the injection log in the
 same transaction.
 """
@@ -13,7 +14,6 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 
 from audit_app.models import Review
 from audit_app.reviews import review_claim, review_delivered, review_open, review_stored
@@ -135,7 +135,7 @@ def trace_record(*, project: Project, params: TraceInput) -> TraceOut:
     trust, risk = _trace_score(params, metadata, injection=screened.injection)
     decision = _trace_decision(params, risk)
     trace_id = uuid.UUID(params.trace_id) if params.trace_id else uuid.uuid4()
-    with transaction.atomic():
+    with write_transaction():
         # Only the project's own traces: another project's ids must not show (unique per project).
         if Trace.objects.filter(project=project, trace_id=trace_id).exists():
             raise ConflictError(f"trace_id: trace '{trace_id}' already exists", field="trace_id")
@@ -386,7 +386,7 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
     tokens = count_tokens(text)
     signals = scored.signals()
     now = utcnow()
-    with transaction.atomic():
+    with write_transaction():
         trace = Trace.objects.create(
             project=project,
             created_at=now,
@@ -537,7 +537,7 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
     """
     threshold = params.threshold
     max_age_days = params.max_age_days or settings.SESSION_MAX_AGE_DAYS
-    with transaction.atomic():
+    with write_transaction():
         generated_at = utcnow()
         cutoff = generated_at - timedelta(days=max_age_days)
         approved = review_claim(project=project, source="load")

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Count, Min
 
 from audit_app.models import AuditRun, ContradictionFinding, audit_maintenance
@@ -37,6 +36,7 @@ from graph_app.models import (
 from graph_app.selectors import entity_sha256
 from graph_app.services import GraphWrite, graph_write
 from memoryproject.models import Project
+from memoryproject.writes import write_transaction
 
 # Draws a progress bar on stderr (stdout carries the results), only when it is a terminal.
 Show = Callable[..., Iterable[Any]]
@@ -389,7 +389,7 @@ class Corpus:
 
 def project_drop(project: Project) -> None:
     compiler_cache_forget(project.pk)
-    with transaction.atomic():
+    with write_transaction():
         ContradictionFinding.objects.filter(project=project).delete()
         AuditRun.objects.filter(project=project).delete()
         TemporalFact.objects.filter(project=project).update(superseded_by=None)

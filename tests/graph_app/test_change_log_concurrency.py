@@ -12,6 +12,7 @@ from django.test import override_settings
 from graph_app import selectors, services
 from graph_app.models import GraphChange
 from memoryproject.models import Project
+from memoryproject.reads import read_snapshot
 
 WRITERS = 4
 WRITES = 10
@@ -82,7 +83,7 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
 
 @pytest.mark.django_db(transaction=True, available_apps=["graph_app"])
 def test_a_write_commits_while_verification_reads_and_verification_still_reads_one_state():
-    """Verification's snapshot (``selectors._snapshot``, which full verification and proofs
+    """Verification's snapshot (``memoryproject.reads.read_snapshot``, which full verification and proofs
     read in) is a reader's: on SQLite it does not take the database's write lock, so a write
     meanwhile commits at once; and it still reads the state it began with."""
     from graph_app.models import TemporalFact
@@ -104,7 +105,7 @@ def test_a_write_commits_while_verification_reads_and_verification_still_reads_o
             connections.close_all()
 
     facts = TemporalFact.objects.filter(project=project)
-    with selectors._snapshot():
+    with read_snapshot():
         before = facts.count()
         thread = threading.Thread(target=writer)
         thread.start()

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 from tqdm import tqdm
 
 from graph_app.compiler import compiler_cache_forget, context_cited, context_compile
@@ -35,6 +34,7 @@ from graph_app.domain.profiles import DIALOGUE, Profile
 from graph_app.models import Episode
 from graph_app.services import episode_record
 from memoryproject.models import Project
+from memoryproject.writes import write_transaction
 
 CATEGORIES = (1, 2, 3, 4)
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
@@ -92,7 +92,7 @@ def _ingest(path: Path, *, disable: bool | None) -> tuple[Project, dict[str, Any
     project = Project.objects.create(
         slug=f"locomo-eval-{name}-{secrets.token_hex(4)}", name=f"LoCoMo eval {name}"
     )
-    with transaction.atomic():
+    with write_transaction():
         for turn in tqdm(conversation_turns(data, name), desc=f"{name} ingest", disable=disable):
             episode_record(project=project, **turn)
     external = dict(Episode.objects.filter(project=project).values_list("id", "external_id"))

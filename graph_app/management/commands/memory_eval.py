@@ -21,7 +21,6 @@ from collections import defaultdict
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
 from graph_app.compiler import context_compile
 from graph_app.domain.eval_corpus import Corpus, Question, generate, stale_refs
@@ -30,12 +29,13 @@ from graph_app.services import episode_record, fact_upsert
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens
+from memoryproject.writes import write_transaction
 
 
 def _load(project: Project, corpus: Corpus) -> dict[str, str]:
     """Writes the corpus; answers the fact id of each fact ref."""
     fact_ids: dict[str, str] = {}
-    with transaction.atomic():
+    with write_transaction():
         for e in corpus.episodes:
             episode_record(
                 project=project,

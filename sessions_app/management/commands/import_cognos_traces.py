@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import transaction
 
 from graph_app.management.commands.export_memory import fail
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project, slug_validator
+from memoryproject.writes import write_transaction
 from sessions_app.cognos_import import cognos_traces_import
 
 
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         except Exception:  # ValidationError: the slug rule, said once
             fail(self, f"--project: {slug!r} is not a valid project slug", as_json=as_json)
         try:
-            with transaction.atomic():  # a database that is not CognOS's creates nothing
+            with write_transaction():  # a database that is not CognOS's creates nothing
                 project, _ = Project.objects.get_or_create(slug=slug)
                 result = cognos_traces_import(path=path, project=project)
         except ApplicationError as exc:

@@ -27,7 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
@@ -37,6 +37,7 @@ from memoryproject.models import Project, Scope
 from memoryproject.scratch_db import temporary_database
 from memoryproject.services import api_key_create
 from memoryproject.timeutil import utcnow
+from memoryproject.writes import write_transaction
 from sessions_app.models import Trace
 from sessions_app.peer_benchmark import PeerOptions, peer_compare, peer_missing
 from sessions_app.services import plan_context
@@ -88,7 +89,7 @@ def traces_seed(project: Project, count: int) -> None:
                 },
             )
         )
-    with transaction.atomic():
+    with write_transaction():
         Trace.objects.bulk_create(rows, batch_size=1000)
 
 

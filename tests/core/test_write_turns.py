@@ -1,0 +1,216 @@
+"""Every write of the service takes its turn among the writers of a SQLite file
+(``memoryproject.writes.write_transaction``), not only plans and deliveries: a trace or a fact
+that went straight to SQLite's write lock would poll behind the queue and could time out under
+load. Another process holding the turn (``<database>-writer``; a second open file is a second
+holder to flock, as another process's would be) makes each write wait, and it goes through as
+soon as the turn is released."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from audit_app.erasure import erase
+from audit_app.models import AuditRun, InjectionRecord, audit_maintenance
+from audit_app.services import contradictions_audit
+from graph_app import services as graph
+from graph_app.models import Episode, TemporalFact
+from memoryproject.contracts import Caller
+from memoryproject.models import Project, ProjectAPIKey
+from memoryproject.portability import project_export, project_import
+from memoryproject.services import api_key_create
+from memoryproject.writes import write_transaction
+from sessions_app import services as sessions
+from sessions_app.models import SessionSummary, Trace
+
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's writer lock file"),
+    pytest.mark.django_db(transaction=True),
+]
+
+SUMMARY = (
+    "## Decisions\n- retry webhooks with backoff\n## Open questions\n- which queue?\n"
+    "## Key files\n- billing/webhooks.py"
+)
+
+
+@pytest.fixture
+def committed():
+    """A project whose writes really commit, so the writing thread and the test see them."""
+    project = Project.objects.create(slug="turns", name="turns")
+    yield project
+    with audit_maintenance():
+        InjectionRecord.objects.filter(project=project).delete()
+
+
+def _trace(project: Project) -> Callable[[], bool]:
+    sessions.trace_record(project=project, model="m", active_project="billing")
+    return lambda: Trace.objects.filter(project=project).exists()
+
+
+def _summary(project: Project) -> Callable[[], bool]:
+    sessions.session_save(project=project, summary=SUMMARY)
+    return lambda: SessionSummary.objects.filter(project=project).exists()
+
+
+def _fact(project: Project) -> Callable[[], bool]:
+    graph.fact_upsert(project=project, subject_id="auth", predicate="uses", object_value="JWT")
+    return lambda: TemporalFact.objects.filter(project=project).exists()
+
+
+def _episode(project: Project) -> Callable[[], bool]:
+    graph.episode_record(project=project, title="Use JWT", category="adr", content="why")
+    return lambda: Episode.objects.filter(project=project).exists()
+
+
+def _audit(project: Project) -> Callable[[], bool]:
+    contradictions_audit(project=project, caller=Caller(channel="test", client="turns"))
+    return lambda: AuditRun.objects.filter(project=project).exists()
+
+
+def _key(project: Project) -> Callable[[], bool]:
+    api_key_create(name="turns", project_slugs=[project.slug], scope="write")
+    return lambda: ProjectAPIKey.objects.filter(name="turns").exists()
+
+
+def _erasure(project: Project) -> Callable[[], bool]:
+    trace = sessions.trace_record(project=project, model="secret-model", active_project="secret")
+    return lambda: (
+        bool(erase(target="trace", ref=trace["trace_id"], reason="asked", by="dpo"))
+        and (
+            Trace.objects.get(project=project, trace_id=trace["trace_id"]).metadata
+            == {"erased": True}
+        )
+    )
+
+
+def _import(project: Project, tmp_path: Path) -> Callable[[], bool]:
+    source = Project.objects.create(slug="turns-moved", name="moved")
+    sessions.trace_record(project=source, model="m", active_project="billing")
+    out = tmp_path / "turns.jsonl"
+    project_export(slug=source.slug, out=out)
+    source.delete()  # moved out: the import brings it back
+    return lambda: project_import(path=out).project == "turns-moved" and (
+        Trace.objects.filter(project__slug="turns-moved").count() == 1
+    )
+
+
+# Each: prepares (outside the held turn) and answers the write to run while the turn is held,
+# or, for those that are the write themselves, None with a check that it landed.
+PREPARED = {"erasure": _erasure, "import": _import}
+DIRECT = {
+    "trace": _trace,
+    "session summary": _summary,
+    "fact": _fact,
+    "episode": _episode,
+    "contradiction audit": _audit,
+    "api key": _key,
+}
+
+
+def _held_turn() -> int:
+    path = f"{connection.settings_dict['NAME']}-writer"
+    other = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    return other
+
+
+def _run_while_held(write: Callable[[], Any]) -> tuple[threading.Thread, threading.Event, list]:
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result = write()
+            if result is not False:
+                done.set()
+        except BaseException as exc:  # collected: an exception in a thread is otherwise lost
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, done, errors
+
+
+@pytest.mark.parametrize("door", sorted(DIRECT))
+def test_a_write_waits_for_its_turn_and_then_goes_through(committed, door):
+    landed: list[Callable[[], bool]] = []
+    other = _held_turn()
+    try:
+        thread, done, errors = _run_while_held(lambda: landed.append(DIRECT[door](committed)))
+        assert not done.wait(0.5), f"the {door} was written while another process held the turn"
+        assert errors == []
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    thread.join(10)
+    assert errors == [] and done.is_set()
+    assert landed and landed[0](), f"the {door} did not land once its turn came"
+
+
+@pytest.mark.parametrize("door", sorted(PREPARED))
+def test_an_erasure_or_import_waits_for_its_turn(committed, door, tmp_path):
+    write = PREPARED[door](committed, tmp_path) if door == "import" else PREPARED[door](committed)
+    other = _held_turn()
+    try:
+        thread, done, errors = _run_while_held(write)
+        assert not done.wait(0.5), f"the {door} was written while another process held the turn"
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    thread.join(10)
+    assert errors == [] and done.is_set()
+
+
+def test_an_export_reads_while_a_writer_holds_the_database(committed, tmp_path):
+    """An export reads its tables in one snapshot that writers do not wait for, and that does
+    not wait for them: it used to open an IMMEDIATE transaction, which waits for the database's
+    write lock (and then holds it for as long as the export takes)."""
+    graph.fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="JWT")
+    holding, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with write_transaction():
+                graph.fact_upsert(
+                    project=committed, subject_id="billing", predicate="uses", object_value="Kafka"
+                )
+                holding.set()
+                release.wait(30)
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        exported = threading.Event()
+        out = tmp_path / "during.jsonl"
+        reader = threading.Thread(
+            target=lambda: (project_export(slug=committed.slug, out=out), exported.set())
+        )
+        reader.start()
+        assert exported.wait(5), "the export waited for a writer's transaction"
+        reader.join(5)
+    finally:
+        release.set()
+        thread.join(10)
+    assert errors == []
+    # The state before the writer's commit: one fact, its change log, nothing half seen.
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["counts"]["fact"] == 1
+    after = project_export(slug=committed.slug, out=tmp_path / "after.jsonl")["counts"]
+    assert after["fact"] == 2 and after["graph_change"] > header["counts"]["graph_change"]
