@@ -18,7 +18,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -29,7 +29,8 @@ from import_export.forms import ExportForm
 
 from audit_app.console_selectors import chain_status, delivery_view
 from audit_app.export import FormulaSafeCSV, InjectionRecordResource
-from audit_app.models import InjectionRecord, ReceiptSource
+from audit_app.models import InjectionRecord
+from audit_app.receipt_sources import receipts_delivering
 from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
 from memoryproject.timeutil import TimestampError, to_utc
 
@@ -266,7 +267,6 @@ def record_search_q(term: str) -> Q:
     """What a console search matches: an injection id or seq (digits), a trace id (UUID: the
     record's trace ids or a delivered source), a prompt SHA-256 or record hash (hex, or its
     first 8+ digits), or a delivered item's id (fact_…, ep_…)."""
-    delivered = ReceiptSource.objects.filter(record=OuterRef("pk"))
     if term.isdigit():
         return Q(pk=int(term)) | Q(seq=int(term))
     try:
@@ -274,10 +274,10 @@ def record_search_q(term: str) -> Q:
     except ValueError:
         trace_id = ""
     if trace_id:
-        return Q(trace_ids__icontains=trace_id) | Q(Exists(delivered.filter(item_id=trace_id)))
+        return Q(trace_ids__icontains=trace_id) | receipts_delivering(trace_id)
     lowered = term.lower()
     if _HEX.fullmatch(lowered):
         if len(lowered) == 64:
             return Q(prompt_sha256=lowered) | Q(record_hash=lowered)
         return Q(prompt_sha256__startswith=lowered) | Q(record_hash__startswith=lowered)
-    return Q(Exists(delivered.filter(item_id=term)))
+    return receipts_delivering(term)

@@ -15,7 +15,8 @@ import uuid
 from typing import Any, Literal
 
 from audit_app.contracts import ErasureCertificate
-from audit_app.receipt_sources import ReceiptSource
+from audit_app.models import InjectionRecord
+from audit_app.receipt_sources import receipts_delivering
 from audit_app.reviews import reviews_forget
 from audit_app.services import audit_event_append, delivered_text_erase
 from graph_app.compiler import compiler_cache_forget
@@ -70,10 +71,10 @@ def _receipt_texts(
     seqs: set[int] = set()
     texts: set[str] = set()
     for item in items:
-        rows = ReceiptSource.objects.filter(
-            kind=item["kind"], item_id=item["id"], record__project=project
+        rows = InjectionRecord.objects.filter(
+            receipts_delivering(item["id"], kinds=(item["kind"],)), project=project
         )
-        for seq, sha in rows.values_list("record__seq", "record__prompt_sha256"):
+        for seq, sha in rows.values_list("seq", "prompt_sha256"):
             seqs.add(seq)
             texts.add(sha)
     return sorted(seqs), sorted(texts)

@@ -1,6 +1,11 @@
 """What each receipt delivered, one row per source: the index auditors search receipts by
 (trace id, item id), and the reason receipted evidence cannot be deleted.
 
+A source is looked up by its link's index (``receipts_delivering``): the row's id resolves to
+the link, so the item ids themselves are indexed only on the rows without one (a source whose
+row was gone when it was delivered), and a receipt's commit does not write an index page per
+delivered item for them.
+
 A receipt's chained record already holds its items (kind, id, content hash). These rows repeat
 them with a foreign key to the source row, ``on_delete=PROTECT``: a trace, saved summary, fact
 or episode that any receipt delivered cannot be deleted through the ORM or the admin. Erasure
@@ -15,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import models
+from django.db.models import Q
 
 from memoryproject import sql
 
@@ -67,7 +73,13 @@ class ReceiptSource(models.Model):
     class Meta:
         app_label = "audit_app"
         indexes = [
-            models.Index(fields=["kind", "item_id"], name="receipt_source_item"),
+            # By id, only the rows that link no source row: the others are found by their link.
+            models.Index(
+                fields=["item_id"],
+                condition=Q(trace__isnull=True, summary__isnull=True)
+                & Q(fact__isnull=True, episode__isnull=True),
+                name="receipt_source_unlinked",
+            ),
             *(
                 models.Index(
                     fields=[link],
@@ -142,6 +154,43 @@ def receipt_sources_add(
 #: The source a receipt's item links to, one column per kind, and the columns of an index row.
 _LINKS = ("trace", "summary", "fact", "episode")
 _COLUMNS = ("record", "kind", "item_id", "sha256", *_LINKS)
+
+
+#: Every kind of source a receipt can deliver.
+KINDS = ("trace", "summary", "fact", "episode")
+
+
+def receipts_delivering(item_id: str, kinds: Sequence[str] = KINDS) -> Q:
+    """The receipts (an ``InjectionRecord`` filter) that delivered the source ``item_id`` of one
+    of ``kinds``: a trace or summary by its trace id (a UUID), a fact or episode by its id. Each
+    branch is one lookup through one index: the link to the source's row, or for a source
+    whose row was gone when it was delivered, its id among the rows that link none."""
+    from sessions_app.models import SessionSummary, Trace
+
+    value = item_id.strip()
+    as_uuid = _uuids([value])
+    by_link: dict[str, Any] = {}
+    if as_uuid:
+        value = str(as_uuid[0])  # as stored: the canonical form
+        by_link["trace"] = Trace.objects.filter(trace_id=as_uuid[0]).values("pk")
+        by_link["summary"] = SessionSummary.objects.filter(trace__trace_id=as_uuid[0]).values("pk")
+    by_link["fact"] = by_link["episode"] = value
+    sources = ReceiptSource.objects.order_by()
+    found = Q(
+        pk__in=sources.filter(
+            trace__isnull=True,
+            summary__isnull=True,
+            fact__isnull=True,
+            episode__isnull=True,
+            item_id=value,
+            kind__in=list(kinds),
+        ).values("record_id")
+    )
+    for kind in kinds:
+        if kind in by_link:
+            linked = {f"{kind}__in" if kind in ("trace", "summary") else kind: by_link[kind]}
+            found |= Q(pk__in=sources.filter(**linked).values("record_id"))
+    return found
 
 
 def _uuids(values: Sequence[str]) -> list[uuid.UUID]:

@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import QuerySet
 
 from audit_app.models import InjectionRecord
-from audit_app.receipt_sources import ReceiptSource
+from audit_app.receipt_sources import receipts_delivering
 from sessions_app.api.filters import AwareIsoDateTimeFilter
 
 
@@ -30,9 +30,7 @@ class InjectionFilter(django_filters.FilterSet):
         fields: list[str] = []
 
     def filter_trace(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        used = ReceiptSource.objects.filter(kind__in=("trace", "summary"), item_id=value.strip())
-        return queryset.filter(pk__in=used.values("record_id"))
+        return queryset.filter(receipts_delivering(value, kinds=("trace", "summary")))
 
     def filter_item(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        used = ReceiptSource.objects.filter(item_id=value.strip())
-        return queryset.filter(pk__in=used.values("record_id"))
+        return queryset.filter(receipts_delivering(value))

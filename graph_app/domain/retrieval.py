@@ -501,7 +501,8 @@ class MemoryIndex:
 
         # One byte per slot: looked up item by item, a bytes object is much faster than numpy.
         shown = visible.tobytes()
-        self._activate(utility, shown, named, params)
+        # The best items seed activation: the first of ``top``, already in utility order.
+        self._activate(utility, [s for s, _ in top[: params.seeds]], shown, named, params)
         self._stream_neighbours(utility, shown, params)
         self._prefer_titled(utility, terms, params)
         since = since_date(query) if params.before_since < 1 else None
@@ -691,15 +692,16 @@ class MemoryIndex:
     def _activate(
         self,
         utility: dict[int, float],
+        best: list[int],
         visible: bytes,
         named: list[str],
         params: RankParams,
     ) -> None:
-        """Spreading activation from the entities the query names and those of its best
+        """Spreading activation from the entities the query names and those of its ``best``
         items; the items about the entities reached gain relevance by activation x salience."""
         if params.hops <= 0 or params.activation_weight <= 0:
             return
-        seeds = self._seeds(utility, named, params)
+        seeds = self._seeds(utility, best, named, params)
         if not seeds:
             return
         activation = spread_activation(
@@ -722,12 +724,13 @@ class MemoryIndex:
                 utility[slot] = bonus
 
     def _seeds(
-        self, utility: dict[int, float], named: list[str], params: RankParams
+        self, utility: dict[int, float], best: list[int], named: list[str], params: RankParams
     ) -> dict[str, float]:
-        """Activation seeds: the entities the query names at full strength, those of its best
-        items at a share of the item's relevance."""
+        """Activation seeds: the entities the query names at full strength, those of its
+        ``best`` items at a share of the item's relevance."""
         seeds: dict[str, float] = {node: params.named_seed for node in named}
-        for slot, value in self._best(utility, params.seeds):
+        for slot in best:
+            value = utility[slot]
             doc = self._slot_docs[slot]
             if doc is None:
                 continue

@@ -169,3 +169,78 @@ def test_a_delivery_takes_the_write_turn_for_its_receipt_only(with_proofs):
 
 def first_write(statements: list[tuple[str, bool]]) -> int:
     return next(i for i, (verb, _) in enumerate(statements) if verb == "INSERT")
+
+
+def test_receipts_are_found_by_each_kind_of_source_through_an_index(default_project):
+    """Auditors find the receipts that delivered a source by its id: a trace or a saved summary
+    by its trace id, a fact or an episode by its id, and a source whose row was gone when it was
+    delivered by the id the receipt names. Every lookup goes through an index (a receipt's
+    commit no longer writes an index page per item id: linked rows are found by their link)."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from audit_app.receipt_sources import receipts_delivering
+    from audit_app.services import injection_log_append
+
+    seed(default_project)
+    trace = sessions.trace_record(
+        project=default_project, model="m", active_project="auth", last_decision="PASETO"
+    )
+    plan = sessions.plan_context(project=default_project, trust_threshold=0.0)
+    saved = sessions.session_save(project=default_project, summary=STRUCTURED_SUMMARY)
+    loaded = sessions.session_load(project=default_project)
+    compiled = graph_compile_delivered(default_project)
+    gone = injection_log_append(
+        project=default_project,
+        channel="test",
+        client="test",
+        status="injected",
+        decision="PASS",
+        trust_score=1.0,
+        threshold=0.5,
+        mode="force",
+        trace_ids=[],
+        system_prompt="a fact deleted before it was receipted",
+        generated_at=timezone.now(),
+        source="compile",
+        items=[{"kind": "fact", "id": "fact_gone", "sha256": "0" * 64}],
+    )
+    fact_id = next(i["id"] for i in compiled.items if i["kind"] == "fact")
+    episode_id = next(i["id"] for i in compiled.items if i["kind"] == "episode")
+    assert ReceiptSource.objects.filter(item_id="fact_gone", fact__isnull=True).exists()
+    cases = {
+        (trace["trace_id"], ("trace",)): {plan["injection_id"]},
+        (saved["trace_id"], ("summary",)): {loaded["injection_id"]},
+        (saved["trace_id"].upper(), ("trace", "summary")): {loaded["injection_id"]},
+        (fact_id, ("fact",)): {compiled.pk},
+        (episode_id, ("episode",)): {compiled.pk},
+        ("fact_gone", ("fact",)): {gone.pk},
+        ("fact_gone", ("episode",)): set(),
+        ("nothing_delivered", ("trace", "summary", "fact", "episode")): set(),
+    }
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, ReceiptSource._meta.db_table)
+    by_id = sorted(n for n, i in indexes.items() if "item_id" in i["columns"] and i["index"])
+    assert by_id == ["receipt_source_unlinked"]  # the linked rows' ids: no index to write
+    for (item_id, kinds), expected in cases.items():
+        found = InjectionRecord.objects.filter(receipts_delivering(item_id, kinds=kinds))
+        assert set(found.values_list("pk", flat=True)) == expected, (item_id, kinds)
+        if connection.vendor == "sqlite":
+            plan_text = found.explain()
+            assert "SCAN" not in plan_text.replace("TEMP B-TREE", ""), (item_id, plan_text)
+
+
+def graph_compile_delivered(project):
+    """A delivered compile of the seeded fact and episode: its receipt."""
+    from graph_app.compiler import context_deliver
+    from memoryproject.contracts import Caller
+
+    result = context_deliver(
+        project=project,
+        query="auth_service token format PASETO",
+        max_tokens=400,
+        caller=Caller(channel="test", client="test"),
+    )
+    record = InjectionRecord.objects.get(pk=result.injection_id)
+    assert {i["kind"] for i in record.items} == {"fact", "episode"}
+    return record

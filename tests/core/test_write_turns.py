@@ -98,8 +98,9 @@ def _import(project: Project, tmp_path: Path) -> Callable[[], bool]:
     out = tmp_path / "turns.jsonl"
     project_export(slug=source.slug, out=out)
     source.delete()  # moved out: the import brings it back
-    return lambda: project_import(path=out).project == "turns-moved" and (
-        Trace.objects.filter(project__slug="turns-moved").count() == 1
+    return lambda: (
+        project_import(path=out).project == "turns-moved"
+        and (Trace.objects.filter(project__slug="turns-moved").count() == 1)
     )
 
 
