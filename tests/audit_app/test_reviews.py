@@ -14,8 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.erasure import erase
-from audit_app.models import ContradictionFinding, InjectionRecord, Review, audit_maintenance
-from audit_app.receipt_sources import ReceiptSource
+from audit_app.models import ContradictionFinding, InjectionRecord, Review
 from audit_app.reviews import review_decide, review_open
 from audit_app.selectors import injection_log_verify
 from audit_app.services import contradictions_audit
@@ -24,6 +23,7 @@ from memoryproject.contracts import Caller
 from memoryproject.models import Project
 from sessions_app import services
 from sessions_app.models import Trace
+from tests.background import committed_project
 from tests.mcp.conftest import McpRunner, server_env, structured
 from tests.sessions_app.factories import SessionSummaryFactory, TraceFactory
 
@@ -276,17 +276,14 @@ def test_a_finding_cannot_be_settled_without_the_review_permission(finding):
 
 @pytest.fixture
 def committed_flagged():
-    project = Project.objects.create(slug="review-race", name="review-race")
-    TraceFactory(project=project, trust_score=0.9, risk=0.1)
-    try:
-        yield project
-    finally:
-        with audit_maintenance():
-            ReceiptSource.objects.filter(record__project=project).delete()
-            InjectionRecord.objects.filter(project=project).delete()
-        Review.objects.filter(project=project).delete()
-        Trace.objects.filter(project=project).delete()
-        Project.objects.filter(pk=project.pk).delete()
+    with committed_project("review-race") as project:
+        TraceFactory(project=project, trust_score=0.9, risk=0.1)
+        try:
+            yield project
+        finally:
+            Review.objects.filter(project=project).delete()
+    Trace.objects.filter(project=project).delete()
+    Project.objects.filter(pk=project.pk).delete()
 
 
 @pytest.mark.django_db(transaction=True, available_apps=["audit_app", "sessions_app"])

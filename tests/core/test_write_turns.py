@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from audit_app.erasure import erase
-from audit_app.models import AuditRun, InjectionRecord, audit_maintenance
+from audit_app.models import AuditRun
 from audit_app.services import contradictions_audit
 from graph_app import services as graph
 from graph_app.models import Episode, TemporalFact
@@ -30,6 +30,7 @@ from memoryproject.services import api_key_create
 from memoryproject.writes import write_transaction
 from sessions_app import services as sessions
 from sessions_app.models import SessionSummary, Trace
+from tests.background import committed_project, in_background
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's writer lock file"),
@@ -45,10 +46,8 @@ SUMMARY = (
 @pytest.fixture
 def committed():
     """A project whose writes really commit, so the writing thread and the test see them."""
-    project = Project.objects.create(slug="turns", name="turns")
-    yield project
-    with audit_maintenance():
-        InjectionRecord.objects.filter(project=project).delete()
+    with committed_project("turns") as project:
+        yield project
 
 
 def _trace(project: Project) -> Callable[[], bool]:
@@ -126,20 +125,12 @@ def _held_turn() -> int:
 
 def _run_while_held(write: Callable[[], Any]) -> tuple[threading.Thread, threading.Event, list]:
     done = threading.Event()
-    errors: list[BaseException] = []
 
     def run() -> None:
-        try:
-            result = write()
-            if result is not False:
-                done.set()
-        except BaseException as exc:  # collected: an exception in a thread is otherwise lost
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        if write() is not False:
+            done.set()
 
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread, errors = in_background(run)
     return thread, done, errors
 
 
@@ -179,23 +170,16 @@ def test_an_export_reads_while_a_writer_holds_the_database(committed, tmp_path):
     write lock (and then holds it for as long as the export takes)."""
     graph.fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="JWT")
     holding, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
 
     def writer() -> None:
-        try:
-            with write_transaction():
-                graph.fact_upsert(
-                    project=committed, subject_id="billing", predicate="uses", object_value="Kafka"
-                )
-                holding.set()
-                release.wait(30)
-        except BaseException as exc:  # collected and asserted below
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        with write_transaction():
+            graph.fact_upsert(
+                project=committed, subject_id="billing", predicate="uses", object_value="Kafka"
+            )
+            holding.set()
+            release.wait(30)
 
-    thread = threading.Thread(target=writer)
-    thread.start()
+    thread, errors = in_background(writer)
     try:
         assert holding.wait(10)
         exported = threading.Event()
