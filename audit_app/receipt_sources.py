@@ -154,13 +154,11 @@ def receipt_sources_add(
 #: The source a receipt's item links to, one column per kind, and the columns of an index row.
 _LINKS = ("trace", "summary", "fact", "episode")
 _COLUMNS = ("record", "kind", "item_id", "sha256", *_LINKS)
+#: A row that links no source row (its source was gone when it was delivered).
+_UNLINKED = tuple(f"{link}__isnull" for link in _LINKS)
 
 
-#: Every kind of source a receipt can deliver.
-KINDS = ("trace", "summary", "fact", "episode")
-
-
-def receipts_delivering(item_id: str, kinds: Sequence[str] = KINDS) -> Q:
+def receipts_delivering(item_id: str, kinds: Sequence[str] = _LINKS) -> Q:
     """The receipts (an ``InjectionRecord`` filter) that delivered the source ``item_id`` of one
     of ``kinds``: a trace or summary by its trace id (a UUID), a fact or episode by its id. Each
     branch is one lookup through one index: the link to the source's row, or for a source
@@ -169,27 +167,19 @@ def receipts_delivering(item_id: str, kinds: Sequence[str] = KINDS) -> Q:
 
     value = item_id.strip()
     as_uuid = _uuids([value])
-    by_link: dict[str, Any] = {}
+    # Each kind's link, as a filter of the source rows.
+    by_link: dict[str, dict[str, Any]] = {"fact": {"fact": value}, "episode": {"episode": value}}
     if as_uuid:
         value = str(as_uuid[0])  # as stored: the canonical form
-        by_link["trace"] = Trace.objects.filter(trace_id=as_uuid[0]).values("pk")
-        by_link["summary"] = SessionSummary.objects.filter(trace__trace_id=as_uuid[0]).values("pk")
-    by_link["fact"] = by_link["episode"] = value
+        traces = Trace.objects.filter(trace_id=as_uuid[0]).values("pk")
+        summaries = SessionSummary.objects.filter(trace__trace_id=as_uuid[0]).values("pk")
+        by_link.update(trace={"trace__in": traces}, summary={"summary__in": summaries})
     sources = ReceiptSource.objects.order_by()
-    found = Q(
-        pk__in=sources.filter(
-            trace__isnull=True,
-            summary__isnull=True,
-            fact__isnull=True,
-            episode__isnull=True,
-            item_id=value,
-            kind__in=list(kinds),
-        ).values("record_id")
-    )
+    unlinked = sources.filter(**dict.fromkeys(_UNLINKED, True), item_id=value, kind__in=kinds)
+    found = Q(pk__in=unlinked.values("record_id"))
     for kind in kinds:
         if kind in by_link:
-            linked = {f"{kind}__in" if kind in ("trace", "summary") else kind: by_link[kind]}
-            found |= Q(pk__in=sources.filter(**linked).values("record_id"))
+            found |= Q(pk__in=sources.filter(**by_link[kind]).values("record_id"))
     return found
 
 

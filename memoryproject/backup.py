@@ -26,6 +26,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from audit_app.models import InjectionLogHead, InjectionRecord
 from graph_app.models import GraphRevision
 from memoryproject import sql
+from memoryproject.dbconfig import is_sqlite_file
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 
@@ -57,7 +58,7 @@ def _refuse_unless_sqlite_file(using: str) -> str:
             field="database",
         )
     name = str(connection.settings_dict["NAME"])
-    if not name or name == ":memory:" or name.startswith("file:"):
+    if not is_sqlite_file(name):
         raise ApplicationError(
             "database: an in-memory database has no file to back up", field="database"
         )

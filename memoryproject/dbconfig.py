@@ -21,6 +21,11 @@ SQLITE_OPTIONS: dict[str, Any] = {
 }
 
 
+def is_sqlite_file(name: str) -> bool:
+    """Whether a SQLite database NAME is a file of its own (not in memory, not a URI)."""
+    return bool(name) and name != ":memory:" and not name.startswith("file:")
+
+
 def default_sqlite_url(base_dir: Path) -> str:
     return f"sqlite:///{base_dir / 'data' / 'memoryproject.sqlite3'}"
 

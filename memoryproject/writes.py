@@ -22,6 +22,8 @@ from contextlib import contextmanager
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
+from memoryproject.dbconfig import is_sqlite_file
+
 # As long as SQLite's own busy timeout: past it the writer goes on and SQLite decides.
 TURN_TIMEOUT_SECONDS = 20.0
 _TURN = threading.Lock()
@@ -33,7 +35,7 @@ _LOCK_FILES: dict[tuple[int, str], int] = {}
 
 def _lock_file(database_name: str) -> int | None:
     """The descriptor of the writer lock file for a SQLite database file (None: in memory)."""
-    if not database_name or database_name == ":memory:" or database_name.startswith("file:"):
+    if not is_sqlite_file(database_name):
         return None
     path = f"{database_name}-writer"
     key = (os.getpid(), path)
