@@ -45,6 +45,8 @@ def api_key_verify(key: str) -> ProjectAPIKey:
 
 
 def client_address(request: Request) -> str:
+    """The client's address: the peer's, or the client a trusted proxy forwards for
+    (``TrustedProxyMiddleware`` has rewritten REMOTE_ADDR)."""
     return str(request.META.get("REMOTE_ADDR") or "")
 
 

@@ -23,6 +23,15 @@ graceful_timeout = 10
 # just as the server closes the idle connection.
 keepalive = 30
 
+# Forwarded headers count from the reverse proxies TRUSTED_PROXIES lists only, the list the
+# application reads (memoryproject.proxies), instead of gunicorn's default of any loopback peer.
+# gunicorn sets no scheme from them: Django alone reads X-Forwarded-Proto, with
+# TRUST_X_FORWARDED_PROTO, so one switch decides whether it counts.
+forwarded_allow_ips = ",".join(
+    item.strip() for item in os.environ.get("TRUSTED_PROXIES", "").split(",") if item.strip()
+)
+secure_scheme_headers: dict[str, str] = {}
+
 # The application is loaded once, in the master. Before the master forks its workers it loads
 # (from its snapshot) or builds every project's compiler index, so each worker starts with them,
 # shared copy-on-write, instead of loading its own on its first compile: a worker started later

@@ -62,7 +62,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 class FailedAuthThrottle:
     """ASGI middleware: 429 for an address or key prefix past the failed-authentication
-    limit; every 401 answered to a request that carried a key counts one failure."""
+    limit; every 401 answered to a request that carried a key counts one failure. The address
+    is the scope's client, which `memoryproject.proxies.TrustedProxyHeaders` (outside this)
+    has made the forwarded client's when the peer is a trusted proxy."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -36,7 +36,15 @@ def auth_limits() -> AuthLimits:
 
 
 def key_prefix_of(raw_key: str) -> str:
-    """The visible prefix of a presented key (what it claims to be), "" when none."""
+    """The visible prefix of a presented key (what it claims to be), "" when none.
+
+    The per-key bucket counts this prefix rather than the whole key: a key is looked up by its
+    prefix and only the secret after it can be guessed, so every guess at one key shares one
+    bucket, whatever secret or address it comes with. A bucket per whole key would count a
+    subset of those attempts and stop none sooner. A key without a dot is its own prefix (its
+    first 64 characters). An empty prefix (``.secret``) matches no key, as `api_key_verify`
+    refuses it unread: such a key is counted per address only.
+    """
     return raw_key.strip().partition(".")[0][:64]
 
 

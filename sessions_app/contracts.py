@@ -18,13 +18,13 @@ from memoryproject.contracts import (
     BlankIsNone,
     Input,
     Output,
-    Text,
+    RequiredText,
     Unit,
     UtcDatetime,
     has_nul,
     rule_error,
 )
-from memoryproject.errors import validation_error
+from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.screening import FlaggedOut, ScreeningOut
 
 Decision = Literal["PASS", "REFINE", "ESCALATE"]
@@ -35,6 +35,19 @@ SCORE_TOLERANCE = 1e-6
 #: The structured context fields a trace may carry, at the top level or inside metadata.
 CONTEXT_TEXT_FIELDS = ("active_project", "last_decision", "current_output")
 CONTEXT_LIST_FIELDS = ("open_questions", "key_files")
+#: What a trace records of its step; a trace must carry at least one (trace_id and created_at
+#: only say which step and when).
+TRACE_RECORDED_FIELDS = (
+    "model",
+    "policy",
+    *CONTEXT_TEXT_FIELDS,
+    *CONTEXT_LIST_FIELDS,
+    "status_code",
+    "trust_score",
+    "risk",
+    "decision",
+    "metadata",
+)
 
 
 # --- traces -----------------------------------------------------------------------------------
@@ -64,8 +77,17 @@ def _json_object(value: dict[str, Any]) -> dict[str, Any]:
 Metadata = Annotated[dict[str, Any], AfterValidator(_json_object)]
 
 
+def _given(value: Any) -> bool:
+    return value is not None and value != {} and value != []
+
+
 class TraceInput(Input):
-    """One recorded step of agent work. Keys the model does not name are kept in metadata."""
+    """One recorded step of agent work. Keys the model does not name are kept in metadata.
+
+    At least one field must record the step (an empty one would only push real traces out of
+    the plan's n most recent), and a text field that is sent must hold more than whitespace:
+    leave it out instead.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -75,10 +97,12 @@ class TraceInput(Input):
     created_at: Annotated[
         AwareDatetime | None, BlankIsNone, Field(description="When it happened; default now")
     ] = None
-    model: Annotated[Text | None, Field(max_length=200, description="Model that ran")] = None
-    policy: Annotated[Text | None, Field(max_length=64, description="What produced the trace")] = (
-        None
-    )
+    model: Annotated[
+        RequiredText | None, Field(max_length=200, description="Model that ran; not blank")
+    ] = None
+    policy: Annotated[
+        RequiredText | None, Field(max_length=64, description="What produced the trace; not blank")
+    ] = None
     decision: Annotated[
         Decision | None,
         BlankIsNone,
@@ -99,6 +123,18 @@ class TraceInput(Input):
     open_questions: list[str] | str | None = None
     key_files: list[str] | str | None = None
     metadata: Annotated[Metadata | None, Field(description="Any JSON object")] = None
+
+    @model_validator(mode="after")
+    def _records_something(self) -> TraceInput:
+        extra = self.model_extra or {}
+        if any(_given(getattr(self, name)) for name in TRACE_RECORDED_FIELDS) or any(
+            _given(value) for value in extra.values()
+        ):
+            return self
+        fields = ", ".join(TRACE_RECORDED_FIELDS)
+        raise ApplicationError(
+            f"body: a trace must record its step: send at least one of {fields}", field="body"
+        )
 
     @model_validator(mode="after")
     def _scores_agree(self) -> TraceInput:
@@ -122,12 +158,17 @@ class TraceInput(Input):
             value = merged.get(name)
             if value is not None and not isinstance(value, str):
                 raise validation_error(name, f"must be a string, got {type(value).__name__}")
+            if value is not None and not value.strip():
+                raise validation_error(name, "must not be empty (leave it out instead)")
         for name in CONTEXT_LIST_FIELDS:
             value = merged.get(name)
-            if value is None or isinstance(value, str):
+            if value is None:
                 continue
-            if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
                 raise validation_error(name, "must be a list of strings")
+            if not all(item.strip() for item in items):
+                raise validation_error(name, "must not hold empty text (leave it out instead)")
         try:
             return _json_object(merged)
         except PydanticCustomError as exc:

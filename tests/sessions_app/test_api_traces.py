@@ -79,14 +79,16 @@ def test_bad_trace_fields_are_400_naming_the_field_and_write_nothing(api, payloa
 
 def test_a_trace_from_the_future_is_refused(api):
     tomorrow = iso(utcnow() + timedelta(days=1))
-    response = api.post("/v1/traces", {"created_at": tomorrow}, format="json")
+    response = api.post("/v1/traces", {"created_at": tomorrow, "model": "m"}, format="json")
     assert response.status_code == 400
     assert "future" in response.json()["fields"]["created_at"][0]
 
 
 def test_a_duplicate_trace_id_is_a_conflict(api):
     trace = TraceFactory()
-    response = api.post("/v1/traces", {"trace_id": str(trace.trace_id)}, format="json")
+    response = api.post(
+        "/v1/traces", {"trace_id": str(trace.trace_id), "model": "m"}, format="json"
+    )
     assert response.status_code == 409
     assert Trace.objects.count() == 1
 

@@ -10,7 +10,8 @@ Over stdio, stdout carries protocol messages only: this command prints nothing, 
 logging goes to stderr. Over HTTP it binds 127.0.0.1 unless told otherwise, refuses any other
 address without ``--allow-remote`` (then put a TLS-terminating proxy in front: keys travel in
 a header), and always checks the Host and Origin headers, so a web page cannot reach it
-through DNS rebinding.
+through DNS rebinding. Forwarded headers count from ``TRUSTED_PROXIES`` only
+(memoryproject.proxies), as on REST: uvicorn's own handling of them is off.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from memoryproject.projects import (
     project_resolve,
     validate_project_slug,
 )
+from memoryproject.proxies import TrustedProxyHeaders
 
 logger = logging.getLogger("memoryproject.mcp")
 
@@ -222,11 +224,15 @@ class Command(BaseCommand):
             host=host,
         )
         config = uvicorn.Config(
-            FailedAuthThrottle(app),
+            TrustedProxyHeaders(FailedAuthThrottle(app)),
             host=host,
             port=port,
             log_level=log_level.lower(),
             log_config=uvicorn_log_config(),
+            # Off: by default uvicorn believes X-Forwarded-For from any loopback peer (its
+            # FORWARDED_ALLOW_IPS), so a local client could pose as any address.
+            # TrustedProxyHeaders applies TRUSTED_PROXIES instead, the rule REST follows.
+            proxy_headers=False,
         )
         anyio.run(uvicorn.Server(config).serve)
 
