@@ -18,7 +18,7 @@ from audit_app import (
 from audit_app.admin_log import InjectionRecordAdmin as InjectionRecordAdmin
 from audit_app.models import AuditRun, ContradictionFinding, FindingState
 from audit_app.services import finding_settle
-from memoryproject.admin import ServiceRowsAdmin
+from memoryproject.admin import ClientColumnAdmin, ServiceRowsAdmin
 
 
 class _SettleForm(forms.ModelForm):
@@ -72,7 +72,7 @@ class ContradictionFindingAdmin(ServiceRowsAdmin):
 
 
 @admin.register(AuditRun)
-class AuditRunAdmin(ServiceRowsAdmin):
+class AuditRunAdmin(ClientColumnAdmin, ServiceRowsAdmin):
     list_display = [
         "id",
         "project",

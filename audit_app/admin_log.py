@@ -31,7 +31,8 @@ from audit_app.console_selectors import chain_status, delivery_view
 from audit_app.export import FormulaSafeCSV, InjectionRecordResource
 from audit_app.models import InjectionRecord
 from audit_app.receipt_sources import receipts_delivering
-from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
+from memoryproject.admin import ClientColumnAdmin, ServiceRowsAdmin, utc_time_cell
+from memoryproject.entitlements import client_shown
 from memoryproject.timeutil import TimestampError, to_utc
 
 _HEX = re.compile(r"^[0-9a-f]{8,64}$")
@@ -121,7 +122,7 @@ def _short(value: str) -> str:
 
 
 @admin.register(InjectionRecord)
-class InjectionRecordAdmin(ExportMixin, ServiceRowsAdmin):  # type: ignore[misc]
+class InjectionRecordAdmin(ExportMixin, ClientColumnAdmin, ServiceRowsAdmin):  # type: ignore[misc]
     change_list_template = "admin/audit_app/injectionrecord/change_list.html"
     change_form_template = "admin/audit_app/injectionrecord/change_form.html"
     resource_classes = [InjectionRecordResource]
@@ -170,7 +171,8 @@ class InjectionRecordAdmin(ExportMixin, ServiceRowsAdmin):  # type: ignore[misc]
     def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
         # Every column as chained; times in ISO-8601 UTC to the second.
         times = {"generated_at": "generated_cell", "created_at": "created_cell"}
-        return [times.get(f.name, f.name) for f in InjectionRecord._meta.fields]
+        names = [times.get(f.name, f.name) for f in InjectionRecord._meta.fields]
+        return self.readonly_with_client(request, names)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[InjectionRecord], search_term: str
@@ -251,6 +253,7 @@ class InjectionRecordAdmin(ExportMixin, ServiceRowsAdmin):  # type: ignore[misc]
                 zip(delivery.sources, context["source_urls"], strict=True)
             )
             context["delivery_created"] = utc_time_cell(obj.created_at)
+            context["delivery_client"] = client_shown(obj.client, user=request.user)
             context["delivery_generated"] = utc_time_cell(obj.generated_at)
         return super().render_change_form(request, context, add, change, form_url, obj)
 

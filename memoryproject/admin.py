@@ -1,15 +1,26 @@
-"""Admin for projects and API keys (keys are listed and revoked here; created by command)."""
+"""Admin for projects and API keys (keys are listed and revoked here; created by command), and
+the bases the apps' admins share.
 
+Every admin action names the permission it needs (``@admin.action(permissions=...)``): the
+admin offers it, and runs it, only for people who hold that permission on the model, and the
+action writes the admin's history (``LogEntry``) of what it changed."""
+
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.exceptions import NotRegistered
+from django.db.models import QuerySet
+from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest, HttpResponseRedirect
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from rest_framework_api_key.admin import APIKeyModelAdmin
 
+from memoryproject.entitlements import key_prefixes_hidden, may_see_key_prefixes
 from memoryproject.models import Project, ProjectAPIKey
+from memoryproject.services import api_keys_revoke
 from memoryproject.timeutil import iso
 
 admin.site.site_header = "memoryproject console"
@@ -49,6 +60,63 @@ class ServiceRowsAdmin(admin.ModelAdmin):
         return self.allow_delete and super().has_delete_permission(request, obj)
 
 
+CLIENT = "client"
+CLIENT_MASKED = "client_masked"
+
+
+def client_names(request: HttpRequest, names: Sequence[Any]) -> list[Any]:
+    """Field or column names as ``request``'s user may see them: ``client`` stands as is for
+    people who may view API keys, and as its masked column for everyone else."""
+    if may_see_key_prefixes(request.user):
+        return list(names)
+    shown: list[Any] = []
+    for name in names:
+        name = CLIENT_MASKED if name == CLIENT else name
+        if name not in shown:
+            shown.append(name)
+    return shown
+
+
+class ClientColumnAdmin(admin.ModelAdmin):
+    """Rows with a ``client`` (who asked: ``api_key:<prefix> (<name>)`` for an API key). The
+    key's prefix shows only to people who may view API keys (memoryproject.entitlements); for
+    everyone else the column and the detail mask it, the list has no client filter, and no
+    lookup on ``client`` is accepted (``?client__startswith=`` would spell a prefix out)."""
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        return client_names(request, super().get_list_display(request))
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        filters = super().get_list_filter(request)
+        if may_see_key_prefixes(request.user):
+            return filters
+        return [item for item in filters if item != CLIENT]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return client_names(request, super().get_fields(request, obj))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.readonly_with_client(request, super().get_readonly_fields(request, obj))
+
+    def readonly_with_client(self, request: HttpRequest, names: Sequence[Any]) -> list[Any]:
+        # The masked column is never a form field: it must be read-only wherever it shows.
+        shown = client_names(request, names)
+        if not may_see_key_prefixes(request.user) and CLIENT_MASKED not in shown:
+            shown.append(CLIENT_MASKED)
+        return shown
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        if lookup.split(LOOKUP_SEP)[0] == CLIENT and (
+            request is None or not may_see_key_prefixes(request.user)
+        ):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="client")
+    def client_masked(self, obj: Any) -> str:
+        return key_prefixes_hidden(obj.client) or "—"
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
@@ -66,14 +134,15 @@ class ProjectAPIKeyAdmin(APIKeyModelAdmin):
     def project_list(self, obj: ProjectAPIKey) -> str:
         return ", ".join(p.slug for p in obj.projects.all())
 
-    @admin.action(description="Revoke the selected API keys")
-    def revoke_keys(self, request: HttpRequest, queryset):  # type: ignore[no-untyped-def]
-        count = 0
-        for key in queryset.filter(revoked=False):
-            key.revoked = True
-            key.save(update_fields=["revoked"])
-            count += 1
-        self.message_user(request, f"Revoked {count} API key(s).", messages.SUCCESS)
+    @admin.action(description="Revoke the selected API keys", permissions=["change"])
+    def revoke_keys(
+        self, request: HttpRequest, queryset: QuerySet[ProjectAPIKey]
+    ) -> HttpResponseRedirect:
+        revoked = api_keys_revoke(
+            key_ids=list(queryset.values_list("pk", flat=True)),
+            by_user_id=cast(int, request.user.pk),  # the admin runs actions for staff only
+        )
+        self.message_user(request, f"Revoked {len(revoked)} API key(s).", messages.SUCCESS)
         return HttpResponseRedirect(request.get_full_path())
 
 

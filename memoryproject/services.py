@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 
 from memoryproject.errors import ApplicationError
@@ -56,6 +57,31 @@ def api_key_create(
         api_key = cast(ProjectAPIKey, created)
         api_key.projects.set(projects)
     return api_key, key
+
+
+def api_keys_revoke(*, key_ids: Sequence[str], by_user_id: int) -> list[ProjectAPIKey]:
+    """Revokes the keys of ``key_ids`` that are not revoked yet, for good (a revoked key is
+    refused from its next request on, and nothing turns it back on); answers those it revoked.
+
+    Each revocation is written to the admin's history (``LogEntry``: who, when, which key) in
+    the same transaction, so a key is never revoked without a record of it."""
+    with write_transaction():
+        keys = list(
+            ProjectAPIKey.objects.select_for_update()
+            .filter(pk__in=list(key_ids), revoked=False)
+            .order_by("pk")
+        )
+        ProjectAPIKey.objects.filter(pk__in=[key.pk for key in keys]).update(revoked=True)
+        for key in keys:
+            key.revoked = True
+            LogEntry.objects.log_actions(
+                user_id=by_user_id,
+                queryset=[key],
+                action_flag=CHANGE,
+                change_message=f"Revoked API key {key.name!r} (prefix {key.prefix}).",
+                single_object=True,
+            )
+    return keys
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from django.db.models.functions import Floor, Least, TruncDate
 from audit_app.domain.dashboard import DaySeries, bucket_labels, day_series, histogram
 from audit_app.models import ContradictionFinding, FindingState, InjectionRecord, Review
 from audit_app.services import SOURCES
+from memoryproject.entitlements import key_prefixes_hidden
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 
@@ -63,8 +64,10 @@ def deliveries(*, since: datetime, project: Project | None) -> QuerySet[Injectio
     return rows if project is None else rows.filter(project=project)
 
 
-def dashboard_read(*, days: int, project: Project | None) -> Dashboard:
-    """The dashboard over the last ``days`` days (7, 30 or 90), for one project or all."""
+def dashboard_read(*, days: int, project: Project | None, key_prefixes: bool) -> Dashboard:
+    """The dashboard over the last ``days`` days (7, 30 or 90), for one project or all; the top
+    clients that are API keys name their prefix only with ``key_prefixes`` (the reader may view
+    API keys), else it is masked (two keys of one name then show as two rows alike)."""
     until = utcnow()
     first = until.date() - timedelta(days=days - 1)
     since = datetime.combine(first, time.min, tzinfo=UTC)
@@ -95,7 +98,10 @@ def dashboard_read(*, days: int, project: Project | None) -> Dashboard:
         series=day_series(list(per_day), first, until.date()),
         trust_labels=bucket_labels(),
         trust_counts=histogram(list(buckets)),
-        top_clients=[(str(client), int(n)) for client, n in clients],
+        top_clients=[
+            (str(client) if key_prefixes else key_prefixes_hidden(str(client)), int(n))
+            for client, n in clients
+        ],
         open_reviews=reviews.count(),
         open_findings=findings.count(),
     )

@@ -1,4 +1,4 @@
-"""The dashboard: staff only; its totals and charts equal the records created; the period and
+"""The dashboard: staff with the view permission on the injection log only; its totals and charts equal the records created; the period and
 project filters change them; aggregates cost a fixed number of queries; charts are served
 offline (vendored Chart.js through staticfiles)."""
 
@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 import pytest
 import time_machine
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -31,8 +31,11 @@ CHAIN = "/console/dashboard/chain/"
 
 @pytest.fixture
 def staff_client() -> Client:
+    """Staff who may view the injection log (what the dashboard reads)."""
+    user = User.objects.create_user("sam", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_injectionrecord"))
     client = Client()
-    client.force_login(User.objects.create_user("sam", password="pw", is_staff=True))
+    client.force_login(user)
     return client
 
 
