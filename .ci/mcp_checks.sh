@@ -69,7 +69,8 @@ import json, sys
 names = sorted(tool["name"] for tool in json.load(open(sys.argv[1]))["result"]["tools"])
 expected = sorted("""save_session load_session plan_context memory_record_episode memory_upsert_fact
 memory_retract_fact memory_compile_context memory_query_entity memory_time_travel
-memory_verify_integrity memory_audit_contradictions memory_get_episode memory_get_fact""".split())
+memory_verify_integrity memory_audit_contradictions memory_verify_audit memory_get_episode
+memory_get_fact""".split())
 missing = sorted(set(expected) - set(names))
 assert not missing, f"tools/list lacks {missing}"
 print(f"tools/list: {len(names)} tools: {', '.join(names)}")

@@ -1,10 +1,10 @@
-"""The audit trail over MCP: memory_audit_contradictions."""
+"""The audit trail over MCP: memory_audit_contradictions and memory_verify_audit."""
 
 from __future__ import annotations
 
 from audit_app import operations
-from audit_app.contracts import ContradictionAuditResult
-from memoryproject.mcp import IDEMPOTENT_WRITE, MemoryServer, add_tool
+from audit_app.contracts import AuditVerification, ContradictionAuditResult
+from memoryproject.mcp import IDEMPOTENT_WRITE, READ, MemoryServer, add_tool
 
 AUDIT_DESCRIPTION = """\
 Check the project's facts held at `as_of` (default now) for contradictions: a negated
@@ -30,7 +30,50 @@ def render_audit(data: ContradictionAuditResult) -> str:
     return "\n".join(lines)
 
 
+VERIFY_DESCRIPTION = """\
+Verify the audit trail of your projects: the injection log (the hash-chained receipt of every
+context delivered to an agent) and each project's knowledge graph, both held to their heads and
+to the latest signed checkpoint. Use it before trusting memory for a decision that must be
+auditable, or after an incident. Needs an API key with scope admin; reads only, writes nothing.
+The whole log is verified, every project's records included, so a break anywhere answers
+`verified: false`; but you see only your projects: how many of their records were checked,
+their newest record (seq, hash), each graph's result, and where the log breaks only when the
+first break is one of their records. Global figures (the log's head, all records checked, its
+anchor, stored checkpoints, warnings, other projects) come only to the auditor role, an admin
+key bound to every project, under `auditor`. `project` narrows the answer to one of your
+projects. Limits: the whole log and each graph are read in full, so the call grows with them;
+records appended after the latest checkpoint by someone who also moved the head read as
+genuine until the next checkpoint."""
+
+
+def render_verify(data: AuditVerification) -> str:
+    state = "verified" if data.verified else "NOT verified"
+    lines = [f"Audit verification of {', '.join(data.projects) or 'no project'}: {state}."]
+    lines.append(f"Injection log: {data.log.statement}")
+    if data.log.latest is not None:
+        lines.append(f"  newest record of these projects: seq {data.log.latest.seq}")
+    for slug, graph in data.graph.items():
+        verdict = "verified" if graph.verified else "NOT verified"
+        lines.append(f"Graph {slug}: {verdict} ({graph.records} records, head {graph.chain.head})")
+    if data.auditor is not None:
+        chain = data.auditor.log
+        head = f"seq {chain.head.seq}" if chain.head is not None else "none"
+        lines.append(
+            f"Auditor: {chain.checked} records checked in all, head {head}, "
+            f"{len(chain.checkpoints)} checkpoint(s) held, {len(chain.warnings)} warning(s)."
+        )
+    return "\n".join(lines)
+
+
 def register(server: MemoryServer) -> None:
+    add_tool(
+        server,
+        operations.AUDIT_VERIFY,
+        title="Verify the audit trail",
+        description=VERIFY_DESCRIPTION,
+        annotations=READ,
+        render=render_verify,
+    )
     add_tool(
         server,
         operations.CONTRADICTIONS_AUDIT,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from audit_app import services
-from audit_app.contracts import ContradictionAuditInput, ContradictionAuditResult
+from audit_app import receipt_selectors, services
+from audit_app.contracts import (
+    AuditVerification,
+    AuditVerifyInput,
+    ContradictionAuditInput,
+    ContradictionAuditResult,
+)
 from memoryproject.operations import Operation
 
 # Auto-resolve retires facts, so the audit needs write access.
@@ -13,4 +18,16 @@ CONTRADICTIONS_AUDIT = Operation(
     ContradictionAuditResult,
     "write",
     services.contradictions_audit,
+)
+
+# Auditors' read (an admin key) over every project the key may read; what it shows of the
+# whole log depends on the auditor role (receipt_selectors.auditor_is).
+AUDIT_VERIFY = Operation(
+    "memory_verify_audit",
+    AuditVerifyInput,
+    AuditVerification,
+    "read",
+    receipt_selectors.audit_verify,
+    scope="admin",
+    spans_projects=True,
 )

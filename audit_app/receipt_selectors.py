@@ -1,5 +1,6 @@
-"""Reads for auditors: receipts as they were recorded, and whether what they delivered has
-changed or been erased since (each source's content hash now against the one at delivery)."""
+"""Reads for auditors: receipts as they were recorded, whether what they delivered has
+changed or been erased since (each source's content hash now against the one at delivery),
+and the verification of the log and the graphs as a caller's projects may see it."""
 
 from __future__ import annotations
 
@@ -8,13 +9,28 @@ from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
-from audit_app.contracts import AuditVerification, InjectionDetail, InjectionOut, SourceNow
+from audit_app.contracts import (
+    AuditorFigures,
+    AuditVerification,
+    AuditVerifyInput,
+    ChainPoint,
+    ChainVerification,
+    GraphHeadOut,
+    InjectionDetail,
+    InjectionOut,
+    LogVerification,
+    ProjectBreak,
+    SourceNow,
+)
 from audit_app.models import ErasedText, InjectionRecord
 from audit_app.selectors import checkpoint_latest, injection_log_verify
+from graph_app.contracts.graph import IntegrityResult
 from graph_app.models import Episode, TemporalFact
 from graph_app.selectors import integrity_verify
+from memoryproject.contracts import Caller
 from memoryproject.errors import NotFoundError
-from memoryproject.models import Project
+from memoryproject.models import Project, Scope
+from memoryproject.projects import Identity, projects_visible_to
 from sessions_app.models import SessionSummary, Trace
 from sessions_app.selectors import summary_sha256, trace_sha256
 
@@ -117,16 +133,125 @@ def injection_detail(*, record_id: int, project_ids: Iterable[int]) -> Injection
     )
 
 
-def audit_verify(*, projects: Iterable[Project]) -> AuditVerification:
-    """The log and the graphs of ``projects``, each held to its head and to the latest stored
-    checkpoint (when one exists)."""
-    log = injection_log_verify()
+# --- verification, as the caller's projects see it -----------------------------------------
+
+#: Why a record breaks the chain, by kind, for callers below the auditor role: the walk's own
+#: reasons may name other records (their ids and seqs, the head's seq), which they must not see.
+_KIND_REASONS = {
+    "altered": "its fields no longer match its hash",
+    "rewritten": "it was rewritten and rehashed (the next record still links to its original)",
+    "link": "its prev_hash does not match the previous record's hash",
+    "gap": "records before it are missing",
+    "renumbered": "its seq was changed",
+    "inserted": "it was not written by the application",
+    "duplicate": "it is a copy of another record",
+    "beyond_head": "it was appended after the head",
+    "head": "it differs from the hash the head holds",
+    "checkpoint": "it differs from the hash a checkpoint holds",
+    "anchor": "it lies at or before the chain's start",
+    "text": "its delivered text was altered or removed without erasure",
+}
+
+
+def auditor_is(identity: Identity | None) -> bool:
+    """The auditor role: the operator (no identity: management commands) or an admin-scope
+    key bound to every project there is. Only it sees the whole log's figures (head, records,
+    anchor, checkpoints, warnings): to a key bound to some projects they would tell the others'
+    activity, while a key bound to all learns nothing it could not read. Binding keys to no
+    project or to "all" does not exist, so a project created later takes the role away until
+    the key is bound to it too. (A local stdio identity is never admin.)"""
+    if identity is None:
+        return True
+    if not identity.allows(Scope.ADMIN):
+        return False
+    reached = [p.pk for p in projects_visible_to(identity)]
+    return not Project.objects.exclude(pk__in=reached).exists()
+
+
+def _checked_among(chain: ChainVerification, records: QuerySet[InjectionRecord]) -> int:
+    """How many of ``records`` the walk verified: those among the first ``chain.checked``
+    records after the anchor (in seq order, as the walk reads them)."""
+    if chain.checked <= 0 or chain.anchor is None:
+        return 0
+    after = InjectionRecord.objects.filter(seq__gt=chain.anchor.seq).order_by("seq", "id")
+    last = list(after.values_list("seq", flat=True)[chain.checked - 1 : chain.checked])
+    if not last:
+        return 0
+    return records.filter(seq__gt=chain.anchor.seq, seq__lte=last[0]).count()
+
+
+def _log_seen(chain: ChainVerification, projects: list[Project], auditor: bool) -> LogVerification:
+    """The whole log's verification, telling only what concerns ``projects``."""
+    slugs = {p.pk: p.slug for p in projects}
+    records = InjectionRecord.objects.filter(project_id__in=list(slugs))
+    # The log as this verification held it: a record appended since is no part of it.
+    held = records.filter(seq__lte=chain.head.seq) if chain.head is not None else records
+    newest = held.order_by("-seq").values_list("seq", "record_hash").first()
+    latest = ChainPoint(seq=newest[0], hash=newest[1]) if newest else None
+    checked = _checked_among(chain, records)
+    broken, found = chain.first_broken, None
+    if broken is not None and broken.id is not None:
+        owner = records.filter(pk=broken.id).values_list("project_id", flat=True).first()
+        if owner is not None:
+            reason = broken.reason if auditor else _KIND_REASONS.get(broken.kind, broken.kind)
+            found = ProjectBreak(
+                **broken.model_dump(exclude={"reason"}), reason=reason, project=slugs[owner]
+            )
+    if chain.ok:
+        statement = (
+            f"The injection log verifies (the whole chain); {checked} record(s) of "
+            "these projects were checked."
+        )
+    elif found is not None:
+        statement = (
+            f"The injection log does not verify: the first break is record seq {found.seq} "
+            f"(id {found.id}) of project '{found.project}': {found.reason}."
+        )
+    else:
+        where = "auditor.log names it" if auditor else "only the auditor role sees where"
+        statement = (
+            f"The injection log does not verify, and not at a record of these projects: {where}."
+        )
+    return LogVerification(
+        ok=chain.ok, statement=statement, checked=checked, first_broken=found, latest=latest
+    )
+
+
+def _graph_verified(project: Project, head: GraphHeadOut | None) -> IntegrityResult:
+    """The project's graph, held to its head in the latest checkpoint when there is one."""
+    anchor = {"checkpoint_size": head.size, "checkpoint_head": head.head} if head else {}
+    return integrity_verify(project=project, **anchor)
+
+
+def audit_verify(
+    *,
+    identity: Identity | None,
+    project: Project | None = None,
+    params: AuditVerifyInput | None = None,
+    caller: Caller | None = None,
+) -> AuditVerification:
+    """The log and the graphs of the caller's projects (``project``: only that one, which
+    the doors have resolved for ``identity``), each held to its head and to the latest stored
+    checkpoint. The whole log is always verified; what the answer shows of it depends on the
+    role (``auditor_is``): a caller below the auditor role learns whether it verifies, how many
+    of its projects' records were checked, their newest record, and where it breaks only when
+    that is one of their records. ``params`` and ``caller`` complete the operation's call:
+    verification takes no argument and writes nothing."""
+    del params, caller
+    auditor = auditor_is(identity)
+    if project is not None:
+        projects = [project]
+    else:
+        projects = sorted(projects_visible_to(identity), key=lambda p: p.slug)
+    chain = injection_log_verify()
     checkpoint = checkpoint_latest()
     heads = checkpoint.body.graph if checkpoint is not None else {}
-    graph = {}
-    for project in projects:
-        head = heads.get(project.slug)
-        anchor = {"checkpoint_size": head.size, "checkpoint_head": head.head} if head else {}
-        graph[project.slug] = integrity_verify(project=project, **anchor)
-    verified = bool(log.ok) and all(g.verified for g in graph.values())
-    return AuditVerification(verified=verified, log=log, graph=graph, checkpoint=checkpoint)
+    graph = {p.slug: _graph_verified(p, heads.get(p.slug)) for p in projects}
+    log = _log_seen(chain, projects, auditor)
+    return AuditVerification(
+        verified=log.ok and all(g.verified for g in graph.values()),
+        projects=[p.slug for p in projects],
+        log=log,
+        graph=graph,
+        auditor=AuditorFigures(log=chain, checkpoint=checkpoint) if auditor else None,
+    )

@@ -33,6 +33,10 @@ from memoryproject.projects import Access, project_resolve
 PROJECT_PARAM = OpenApiParameter(
     "project", str, description="Project slug (default: the key's single project or 'default')"
 )
+#: The project of an operation that spans every project the key may read.
+SPANNING_PROJECT_PARAM = OpenApiParameter(
+    "project", str, description="Narrow the answer to this one of the key's projects (default: all)"
+)
 
 
 def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
@@ -282,7 +286,9 @@ class OperationSchema(ApiSchema):
         return self.method == "GET" and self._operation_view.method != "get"
 
     def get_override_parameters(self) -> list[Any]:
-        params: list[Any] = [*super().get_override_parameters(), PROJECT_PARAM]
+        spans = self._operation_view.operation.spans_projects
+        project = SPANNING_PROJECT_PARAM if spans else PROJECT_PARAM
+        params: list[Any] = [*super().get_override_parameters(), project]
         if self.method == "GET" and self._operation_view.method == "get":
             params += query_parameters(self._operation_view.operation.input, self._path_params())
         return params
@@ -352,12 +358,20 @@ class OperationView(generics.GenericAPIView, ProjectScopedMixin):
         cls.http_method_names = [cls.method, "options"]
         if cls.list_output is not None:
             cls.http_method_names.append("get")
-        if cls.__dict__.get("operation") is not None and cls.operation.access == "read":
-            cls.required_scope = "read"  # a POST that only reads (plan, compile)
+        operation = cls.__dict__.get("operation")
+        if operation is not None and (operation.access == "read" or operation.scope):
+            # A POST that only reads (plan, compile), or an auditors' read (admin).
+            cls.required_scope = operation.required_scope
 
     def project_for(self, data: dict[str, Any] | None) -> Project:
         """The call's project (a view may override it, e.g. to find it from the item)."""
         return self.resolve_project(self.operation.access, data)
+
+    def _narrowed_to(self, data: dict[str, Any] | None) -> Project | None:
+        """The project an operation spanning the identity's projects is narrowed to (None:
+        it names none, so it spans them all)."""
+        named = data if data is not None else self.request.query_params
+        return self.project_for(data) if named.get("project") else None
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)  # authentication and permissions first
@@ -376,14 +390,19 @@ class OperationView(generics.GenericAPIView, ProjectScopedMixin):
 
     def _answer(self, data: dict[str, Any] | None) -> Response:
         operation = self.operation
-        project = self.project_for(data)
+        project = self._narrowed_to(data) if operation.spans_projects else self.project_for(data)
         if data is None:
             query = {k: v for k, v in self.request.query_params.items() if k != "project"}
             params = operation.parse({**query, **self.kwargs}, strict=False)
         else:
             body = {k: v for k, v in data.items() if k != "project"}
             params = operation.parse({**body, **self.kwargs})
-        result = operation(project=project, params=params, caller=caller_of(self.request))
+        result = operation(
+            project=project,
+            params=params,
+            caller=caller_of(self.request),
+            identity=api_key_of(self.request),
+        )
         created = operation.created is not None and operation.created(result)
         return Response(result.as_json(), status=201 if created else 200)
 

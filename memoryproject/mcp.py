@@ -40,9 +40,9 @@ from pydantic import Field, WithJsonSchema
 from memoryproject import __version__
 from memoryproject.auth import KeyRefused, api_key_verify
 from memoryproject.contracts import Caller, Output
-from memoryproject.errors import ApplicationError
+from memoryproject.errors import ApplicationError, PermissionDeniedError
 from memoryproject.mcp_auth import ApiKeyVerifier, auth_settings
-from memoryproject.models import Project
+from memoryproject.models import Project, ProjectAPIKey
 from memoryproject.operations import Operation
 from memoryproject.projects import Identity, LocalIdentity, project_resolve
 
@@ -93,6 +93,18 @@ ProjectArg = Annotated[
             "Project slug (lowercase letters, digits, '-', '_' and '.'). Omit to use your "
             "identity's default project. Only projects your API key (or the server's local "
             "identity) is bound to; none is ever created by a call."
+        ),
+        max_length=64,
+    ),
+]
+
+#: ``project`` of a tool spanning every project the identity may read.
+SpanningProjectArg = Annotated[
+    str | None,
+    Field(
+        description=(
+            "Project slug: narrows the answer to this one of the projects your API key (or "
+            "the server's local identity) is bound to. Omit to cover all of them."
         ),
         max_length=64,
     ),
@@ -243,9 +255,10 @@ def _parameters(operation: Operation[Any, Any]) -> list[inspect.Parameter]:
                 default=inspect.Parameter.empty if name in required else prop.get("default"),
             )
         )
+    project = SpanningProjectArg if operation.spans_projects else ProjectArg
     params.append(
         inspect.Parameter(
-            "project", inspect.Parameter.KEYWORD_ONLY, annotation=ProjectArg, default=None
+            "project", inspect.Parameter.KEYWORD_ONLY, annotation=project, default=None
         )
     )
     return params
@@ -261,15 +274,31 @@ def add_tool(
     render: Callable[[O], str],
 ) -> None:
     """Registers ``operation`` as the tool of its name: arguments parsed by its input model,
-    the project resolved for the call's identity with the operation's access (as REST does),
+    the project resolved for the call's identity with the operation's access and scope (as
+    REST does; an operation spanning the identity's projects gets None unless one is named),
     receipts naming channel ``mcp``, the identity and the client's self-reported name."""
 
     def call(**arguments: Any) -> CallToolResult:
         def run() -> O:
             identity = server.identity()
-            project = server.project_for(arguments.pop("project", None), operation.access, identity)
+            if operation.scope is not None and not identity.allows(operation.scope):
+                # As REST's permission says it (a write's scope is checked with its project).
+                kind = "API key" if isinstance(identity, ProjectAPIKey) else "local identity"
+                raise PermissionDeniedError(
+                    f"this {kind} has scope '{identity.scope}'; this call needs scope "
+                    f"'{operation.scope}'"
+                )
+            slug = arguments.pop("project", None)
+            named = isinstance(slug, str) and bool(slug.strip())
+            project = (
+                None
+                if operation.spans_projects and not named
+                else server.project_for(slug, operation.access, identity)
+            )
             params = operation.parse(arguments)
-            return operation(project=project, params=params, caller=server.caller(identity))
+            return operation(
+                project=project, params=params, caller=server.caller(identity), identity=identity
+            )
 
         return tool_call(operation.name, run, render=render)
 

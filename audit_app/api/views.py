@@ -1,5 +1,5 @@
-"""REST doors of the audit trail: the contradiction audit, and auditors' reads of the
-injection log (an admin-scope key)."""
+"""REST doors of the audit trail: the contradiction audit, auditors' reads of the injection
+log (an admin-scope key) and the verification of log and graphs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from audit_app import operations, receipt_selectors
 from audit_app.api.filters import InjectionFilter
-from audit_app.contracts import AuditVerification, InjectionDetail, InjectionPage
+from audit_app.contracts import InjectionDetail, InjectionPage
 from audit_app.models import InjectionRecord
 from memoryproject.drf import OperationView, ProjectScopedMixin
 from memoryproject.models import Project
@@ -66,15 +66,11 @@ class InjectionDetailView(_AuditorView, APIView, ProjectScopedMixin):
         return Response(detail.as_json())
 
 
-class AuditVerifyView(_AuditorView, APIView, ProjectScopedMixin):
+class AuditVerifyView(OperationView):
     """The injection log and the key's projects' graphs, verified against their heads and the
-    latest stored checkpoint."""
+    latest stored checkpoint (an admin-scope key). The whole log's figures, under `auditor`,
+    only for the auditor role: an admin key bound to every project. `?project=` narrows the
+    answer to one of the key's projects."""
 
-    @extend_schema(responses=AuditVerification)
-    def get(self, request: Request) -> Response:
-        visible = self.visible_project_ids()
-        projects = (
-            Project.objects.all() if visible is None else Project.objects.filter(pk__in=visible)
-        )
-        result = receipt_selectors.audit_verify(projects=projects.order_by("slug"))
-        return Response(result.as_json())
+    operation = operations.AUDIT_VERIFY
+    method = "get"

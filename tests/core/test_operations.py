@@ -98,14 +98,16 @@ def test_openapi_describes_each_operation_with_its_models(server_and_tools):
 
 
 def test_each_tool_needs_the_scope_its_rest_twin_needs(server_and_tools):
-    """REST asks a POST for scope write unless its view declares "read"; MCP checks the
-    operation's access. Both must say the same for every pair."""
+    """REST asks a POST for scope write unless its view declares "read" (or the operation's
+    own scope, e.g. admin for auditors' reads); MCP checks the operation's access and scope.
+    Both must say the same for every pair."""
     server, _ = server_and_tools
     rest = _rest_views()
     for name, operation in server.operations.items():
         _, view = rest[name]
         rest_scope = view.required_scope or ("read" if view.method == "get" else "write")
-        assert rest_scope == operation.access, (name, rest_scope, operation.access)
+        needed = operation.scope or operation.access
+        assert rest_scope == needed, (name, rest_scope, needed)
 
 
 def test_tools_take_what_the_rest_bodies_take(server_and_tools):

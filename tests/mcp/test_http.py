@@ -57,7 +57,7 @@ def test_a_tool_call_over_streamable_http(mcp_http):
     written, compiled, tools = mcp_http.run(scenario, key=write_key())
     assert structured(written)["fact"]["object_value"] == "k8s"
     assert "k8s" in structured(compiled)["markdown"]
-    assert len(tools.tools) == 13
+    assert len(tools.tools) == 14
     from graph_app.models import TemporalFact
 
     assert TemporalFact.objects.filter(predicate="runs_on").count() == 1

@@ -25,6 +25,7 @@ TOOLS = {
     "memory_time_travel",
     "memory_verify_integrity",
     "memory_audit_contradictions",
+    "memory_verify_audit",
     "memory_get_episode",
     "memory_get_fact",
 }
@@ -86,6 +87,7 @@ def test_every_tool_is_listed_with_descriptions_bounds_and_output_schema(mcp):
     category = tools["memory_record_episode"].input_schema["properties"]["category"]
     assert category["enum"] == list(EpisodeCategory.values)
     assert tools["memory_verify_integrity"].annotations.read_only_hint is True
+    assert tools["memory_verify_audit"].annotations.read_only_hint is True
     assert tools["memory_upsert_fact"].annotations.read_only_hint is False
 
 
