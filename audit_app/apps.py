@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 
 
 class AuditAppConfig(AppConfig):
@@ -8,3 +9,7 @@ class AuditAppConfig(AppConfig):
 
     def ready(self) -> None:
         from audit_app import checks  # noqa: F401  (registers the retention check)
+        from audit_app.gate import gate_function_install
+
+        # Before any connection is made: SQLite's append-only triggers call the gate function.
+        connection_created.connect(gate_function_install, dispatch_uid="audit_gate_function")

@@ -59,6 +59,18 @@ class ChainStatus:
     first_seq: int = 1
     unverified: int = 0
     start: str = "genesis"
+    # The log held to the witness outside the database: verified, failed or unanchored.
+    witness_state: str = "unanchored"
+    witness_problems: list[str] = field(default_factory=list)
+    witness_since: str = ""
+
+    @property
+    def witness_summary(self) -> str:
+        if self.witness_state == "verified":
+            since = f" (held to {self.witness_since})" if self.witness_since else ""
+            return f"verified: the database holds everything the witness signed{since}"
+        head = "NOT VERIFIED" if self.witness_state == "failed" else "UNANCHORED"
+        return f"{head}: {'; '.join(self.witness_problems)}"
 
     @property
     def checked_range(self) -> str:
@@ -137,13 +149,21 @@ def chain_status() -> ChainStatus:
             reason=c.reason,
         )
     broken, anchor = result.first_broken, result.anchor
+    witnessed = result.witness
+    reason = broken.reason if broken else ""
+    if not result.ok and not reason:
+        # Not verified without a broken record: say why (the witness, dropped triggers).
+        reason = "; ".join([*(witnessed.problems if witnessed else []), *result.warnings])
     return ChainStatus(
         verified=result.ok,
         checked=result.checked,
         head_seq=result.head.seq if result.head else 0,
         head_hash=result.head.hash if result.head else "",
         broken_seq=broken.seq if broken else None,
-        broken_reason=broken.reason if broken else "",
+        broken_reason=reason,
+        witness_state=witnessed.state if witnessed else "unanchored",
+        witness_problems=list(witnessed.problems) if witnessed else [],
+        witness_since=(witnessed.since or "") if witnessed else "",
         checkpoint=checkpoint,
         warnings=list(result.warnings),
         scope=recent.scope,

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from graph_app.contracts.graph import IntegrityResult
-from memoryproject.contracts import AwareDatetime, Input, Output, UtcDatetime
+from memoryproject.contracts import AwareDatetime, Input, Output, UtcDatetime, WitnessCheck
 
 BreakKind = Literal[
     "altered",
@@ -87,6 +87,9 @@ class ChainVerification(Output):
     anchor: ChainAnchor | None = None
     checkpoints: list[CheckpointCheck] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    witness: WitnessCheck | None = Field(
+        default=None, description="The log held to the witness kept outside the database."
+    )
 
 
 class LogHeadOut(Output):
@@ -249,11 +252,66 @@ class InjectionDetail(InjectionOut):
     sources: list[SourceNow] = Field(description="Each delivered source, and whether it changed.")
 
 
-class AuditVerification(Output):
-    """The injection log and each project's graph, verified against their heads and the
-    latest stored checkpoint."""
+class AuditVerifyInput(Input):
+    """Verification takes no arguments: the projects are the caller's (``project`` narrows
+    them to one)."""
 
-    verified: bool
-    log: ChainVerification
-    graph: dict[str, IntegrityResult]
-    checkpoint: CheckpointOut | None
+
+class ProjectBreak(BrokenRecord):
+    """The first break of the log, when it is a record of one of the answer's projects."""
+
+    project: str
+
+
+class LogVerification(Output):
+    """The injection log as the answer's projects see it. The whole chain is verified, every
+    project's records included, so a break anywhere makes ``ok`` false; but only records of
+    the answer's projects are named."""
+
+    ok: bool = Field(
+        description="The whole log verifies: every record of every project, its head, anchor "
+        "and latest checkpoint."
+    )
+    statement: str = Field(
+        description="Whether the log verifies and, when not, where (only when the first break "
+        "is a record of the answer's projects)."
+    )
+    checked: int = Field(
+        description="Records of the answer's projects verified (before the first break, or all)."
+    )
+    first_broken: ProjectBreak | None = Field(
+        description="The first break, when it is a record of the answer's projects; null "
+        "otherwise, even when ok is false."
+    )
+    latest: ChainPoint | None = Field(
+        description="The newest record of the answer's projects (seq, record_hash); null when "
+        "they have none."
+    )
+
+
+class AuditorFigures(Output):
+    """What only the auditor role sees: figures of the whole log and of every project."""
+
+    log: ChainVerification = Field(
+        description="The whole log's verification: records checked, head, anchor, stored "
+        "checkpoints, warnings, and the first break wherever it is."
+    )
+    checkpoint: CheckpointOut | None = Field(
+        description="The latest stored checkpoint (the log head and every project's graph head "
+        "it signs); null when none is stored."
+    )
+
+
+class AuditVerification(Output):
+    """The injection log and the graphs of the caller's projects, verified against their heads
+    and the latest stored checkpoint. Global figures (``auditor``) need the auditor role: an
+    admin-scope key bound to every project."""
+
+    verified: bool = Field(description="The log and every graph listed verify.")
+    projects: list[str] = Field(description="The projects this answer covers.")
+    log: LogVerification
+    graph: dict[str, IntegrityResult] = Field(description="Each covered project's graph.")
+    auditor: AuditorFigures | None = Field(
+        description="Global figures, for the auditor role only (null for a key that does not "
+        "reach every project)."
+    )

@@ -31,80 +31,24 @@ until something outside the database (a checkpoint, the caller's own answer) dis
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db import DEFAULT_DB_ALIAS, models
 
 from audit_app.domain.chain import EMPTY_TEXT_SHA256
 from audit_app.domain.chain import GENESIS_HASH as GENESIS_HASH
 from memoryproject.models import Project
 from memoryproject.timeutil import human_utc, iso
-from memoryproject.writes import write_transaction
 
 
 class AppendOnlyError(Exception):
     """An attempt to change or remove a row of an append-only table outside the gate."""
 
 
-# --- the maintenance gate ---------------------------------------------------------------------
+# --- the maintenance gate (audit_app.gate opens it) -------------------------------------------
 
-_gate = threading.local()
-
-
-def maintenance_open(using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Whether this thread holds the gate open on connection ``using``."""
-    return getattr(_gate, using, 0) > 0
-
-
-def _gate_read(connection: BaseDatabaseWrapper) -> bool:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT current_setting('app.audit_maintenance', true) = 'on'")
-        else:
-            cursor.execute(
-                "SELECT COALESCE((SELECT enabled FROM audit_app_auditmaintenance WHERE id = 1), 0)"
-            )
-        row = cursor.fetchone()
-    return bool(row and row[0])
-
-
-def _gate_write(connection: BaseDatabaseWrapper, enabled: bool) -> None:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # Transaction-local: it can never outlive the transaction that set it.
-            cursor.execute(
-                "SELECT set_config('app.audit_maintenance', %s, true)", ["on" if enabled else "off"]
-            )
-        else:
-            cursor.execute(
-                "INSERT INTO audit_app_auditmaintenance (id, enabled) VALUES (1, %s) "
-                "ON CONFLICT(id) DO UPDATE SET enabled = excluded.enabled",
-                [enabled],
-            )
-
-
-@contextmanager
-def audit_maintenance(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
-    """Lets UPDATE and DELETE through the append-only triggers (and the ORM's refusals) inside
-    one transaction, which this opens or joins: PostgreSQL ``SET LOCAL app.audit_maintenance``,
-    SQLite the one-row switch table, closed again before the transaction ends (and rolled back
-    with it on an error), so no other connection ever sees it open."""
-    connection = connections[using]
-    with write_transaction(using):
-        was_open = _gate_read(connection)
-        _gate_write(connection, True)
-        depth = getattr(_gate, using, 0)
-        setattr(_gate, using, depth + 1)
-        try:
-            yield
-            if not was_open:
-                _gate_write(connection, False)
-        finally:
-            setattr(_gate, using, depth)
+from audit_app.gate import audit_maintenance as audit_maintenance  # noqa: E402
+from audit_app.gate import maintenance_open  # noqa: E402
 
 
 def _refuse(model: type[models.Model], action: str, using: str | None) -> None:
@@ -290,15 +234,25 @@ class AuditCheckpoint(AppendOnlyModel):
         return f"Checkpoint at seq {self.log_seq}, {human_utc(self.created_at)}"
 
 
-class AuditMaintenance(AppendOnlyModel):
-    """The SQLite gate switch (one row, id=1): the triggers let UPDATE and DELETE through while
-    ``enabled`` is set, which only ``audit_maintenance()`` does inside its transaction.
-    PostgreSQL uses a transaction-local setting instead."""
+class AuditMaintenanceGrant(AppendOnlyModel):
+    """A maintenance opening of the append-only tables, as the witness signed it (``witness_n``
+    is its entry there, ``body`` what was signed). On PostgreSQL the triggers let UPDATE,
+    DELETE and TRUNCATE through only in the transaction that inserted a grant (``txid``); on
+    SQLite only a connection of this service whose thread holds the gate (a function the
+    service registers on its connections; raw SQL elsewhere finds no such function). A grant
+    row the witness does not hold is reported by every verifier."""
 
-    enabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    purpose = models.CharField(max_length=64)
+    txid = models.BigIntegerField(null=True, blank=True)
+    witness_n = models.PositiveBigIntegerField()
+    body = models.JSONField()
+
+    class Meta:
+        ordering = ["-id"]
 
     def __str__(self) -> str:
-        return "maintenance gate " + ("open" if self.enabled else "closed")
+        return f"Maintenance grant #{self.pk} ({self.purpose}), {human_utc(self.created_at)}"
 
 
 class AuditRun(models.Model):

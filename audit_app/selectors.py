@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, Max, OuterRef
 
 from audit_app.contracts import (
     BrokenRecord,
@@ -41,6 +41,7 @@ from audit_app.domain.contradictions import HeldFact
 from audit_app.models import (
     GENESIS_HASH,
     AuditCheckpoint,
+    AuditMaintenanceGrant,
     ContradictionFinding,
     DeliveredText,
     ErasedText,
@@ -49,9 +50,11 @@ from audit_app.models import (
     InjectionRecord,
     record_payload,
 )
+from audit_app.witness_checks import log_witness_check, witnessed_checkpoint
 from graph_app.models import TemporalFact
 from graph_app.selectors import valid_at
 from memoryproject import sql
+from memoryproject.contracts import WitnessCheck
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, to_utc
@@ -64,12 +67,18 @@ _TRIGGERS = {
     "sqlite": ("_no_update", "_no_delete"),
     "postgresql": ("_no_change", "_no_truncate"),
 }
+#: The graph change log's triggers (graph_app 0004, replaced by audit_app 0009).
+_GRAPH_TRIGGERS = {
+    "sqlite": ("graph_change_no_update", "graph_change_no_delete"),
+    "postgresql": ("graph_change_no_update_delete", "graph_change_no_truncate"),
+}
 _APPEND_ONLY_TABLES = (
     InjectionRecord,
     InjectionLogHead,
     DeliveredText,
     ErasedText,
     AuditCheckpoint,
+    AuditMaintenanceGrant,
 )
 
 
@@ -103,7 +112,7 @@ def checkpoint_view(
     return CheckpointOut(id=pk, body=CheckpointBody.model_validate(dict(body)), hmac=mac, file=file)
 
 
-def _checkpoint_document(path: Path) -> tuple[dict[str, Any], str]:
+def _checkpoint_document(path: Path) -> tuple[dict[str, Any], str, int | None]:
     try:
         document = json.loads(path.expanduser().read_text(encoding="utf-8"))
     except OSError as exc:
@@ -115,15 +124,24 @@ def _checkpoint_document(path: Path) -> tuple[dict[str, Any], str]:
     )
     if not isinstance(body, dict) or not isinstance(mac, str):
         raise ApplicationError(f"checkpoint: {path} is not a checkpoint (no body and hmac)")
-    return body, mac
+    row = None
+    if isinstance(document, dict) and isinstance(document.get("witness"), dict):
+        # The row id the witness names it by (the file's body says which row it was).
+        row = document.get("id") if isinstance(document.get("id"), int) else None
+    return body, mac, row
 
 
 def checkpoint_read(path: Path | str) -> CheckpointOut:
     """A checkpoint file, once its HMAC is checked: a file altered in any way (or signed with
     another key) is refused."""
     path = Path(path)
-    body, mac = _checkpoint_document(path)
-    if not checkpoint_mac_matches(body, mac, checkpoint_key()):
+    body, mac, witnessed = _checkpoint_document(path)
+    if not mac:
+        if witnessed is None or not witnessed_checkpoint(witnessed, body):
+            raise ApplicationError(
+                f"checkpoint: {path} is refused: the witness holds no checkpoint with this body"
+            )
+    elif not checkpoint_mac_matches(body, mac, checkpoint_key()):
         raise ApplicationError(
             f"checkpoint: {path} is refused: its HMAC does not match its body (the file was "
             "altered, or signed with another AUDIT_CHECKPOINT_KEY)"
@@ -139,7 +157,12 @@ def checkpoint_latest() -> CheckpointOut | None:
     stored = AuditCheckpoint.objects.order_by("-id").first()
     if stored is None:
         return None
-    if not checkpoint_mac_matches(stored.body, stored.mac, checkpoint_key()):
+    if not stored.mac:
+        # Vouched for by the witness alone: one it does not hold (or no witness to ask) is
+        # no checkpoint to hold anything to; verification names it as failed.
+        if not witnessed_checkpoint(stored.pk, stored.body):
+            return None
+    elif not checkpoint_mac_matches(stored.body, stored.mac, checkpoint_key()):
         raise ApplicationError(
             f"checkpoint #{stored.pk} is refused: its HMAC does not match its body (altered in "
             "the database, or signed with another AUDIT_CHECKPOINT_KEY)"
@@ -236,9 +259,15 @@ def _held_file(path: Path | str) -> _Held:
     )
 
 
-def _held_stored(stored: AuditCheckpoint, key: str) -> _Held:
-    """The stored checkpoint's own columns name it even when its body no longer matches."""
+def _held_stored(stored: AuditCheckpoint, key: str | None) -> _Held:
+    """The stored checkpoint's own columns name it even when its body no longer matches. A row
+    without an HMAC is vouched for by the witness alone."""
     log = stored.body.get("log") if isinstance(stored.body, dict) else None
+    signed = (
+        witnessed_checkpoint(stored.pk, stored.body)
+        if not stored.mac
+        else key is not None and checkpoint_mac_matches(stored.body, stored.mac, key)
+    )
     return _Held(
         source="stored",
         id=stored.pk,
@@ -248,7 +277,7 @@ def _held_stored(stored: AuditCheckpoint, key: str) -> _Held:
         hash=stored.log_head,
         head_created_at=log.get("head_created_at") if isinstance(log, dict) else None,
         signature_ok=(
-            checkpoint_mac_matches(stored.body, stored.mac, key)
+            signed
             and isinstance(log, dict)
             and (log.get("seq"), log.get("head")) == (stored.log_seq, stored.log_head)
         ),
@@ -261,11 +290,13 @@ def _held_checkpoints(checkpoint: Path | str | None, warnings: list[str]) -> lis
     held = [_held_file(checkpoint)] if checkpoint is not None else []
     stored = AuditCheckpoint.objects.order_by("-id").first()
     if stored is not None:
-        try:
-            key = checkpoint_key()
-        except ApplicationError as exc:
-            warnings.append(f"stored checkpoints were not checked: {exc.message}")
-            return held
+        key = None
+        if stored.mac:
+            try:
+                key = checkpoint_key()
+            except ApplicationError as exc:
+                warnings.append(f"stored checkpoints were not checked: {exc.message}")
+                return held
         held.append(_held_stored(stored, key))
     return held
 
@@ -383,6 +414,7 @@ def _missing_triggers() -> list[str]:
         return []
     tables = [model._meta.db_table for model in _APPEND_ONLY_TABLES]
     wanted = {table + suffix for table in tables for suffix in suffixes}
+    wanted |= set(_GRAPH_TRIGGERS[connection.vendor])
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
@@ -410,6 +442,8 @@ class _Setting:
     checks: list[CheckpointCheck]
     pins: list[Pin]
     checkpoint_break: Break | None
+    witness: WitnessCheck
+    triggers_missing: bool
 
     @property
     def head_pin(self) -> Pin | None:
@@ -417,14 +451,20 @@ class _Setting:
         return Pin(head.seq, head.hash, "the head", "head") if head is not None else None
 
     def result(self, checked: int, broken: Break | None) -> ChainVerification:
+        # Fails closed: a log nobody outside the database vouches for, or whose append-only
+        # triggers were dropped, is not verified even when its hashes agree.
         return ChainVerification(
-            ok=broken is None and all(check.signature_ok for check in self.checks),
+            ok=broken is None
+            and all(check.signature_ok for check in self.checks)
+            and self.witness.state == "verified"
+            and not self.triggers_missing,
             checked=checked,
             first_broken=_broken(broken),
             head=self.head,
             anchor=self.anchor,
             checkpoints=self.checks,
             warnings=self.warnings,
+            witness=self.witness,
         )
 
 
@@ -443,7 +483,10 @@ def _setting(checkpoint: Path | str | None) -> _Setting:
     except (KeyError, TypeError, ValueError):  # named by _anchor_break
         anchor = ChainAnchor(kind="genesis", seq=0, hash=GENESIS_HASH)
     checks, pins, checkpoint_break = _checkpoint_checks(held, anchor)
-    return _Setting(warnings, head, anchor, broken, checks, pins, checkpoint_break)
+    witnessed = log_witness_check(head, anchor)
+    return _Setting(
+        warnings, head, anchor, broken, checks, pins, checkpoint_break, witnessed, bool(missing)
+    )
 
 
 def _start_label(anchor: ChainAnchor) -> str:
@@ -515,7 +558,12 @@ def injection_log_verify_recent(*, window: int = RECENT_WINDOW) -> RecentVerific
     ``injection_log_verify`` checks it (its hash, its link, its text, the head, the
     checkpoint at its seq); what lies before the first seq walked is not read."""
     setting = _setting(None)
-    newest = InjectionRecord.objects.order_by("-seq").values_list("seq", flat=True).first()
+    # One aggregate: the newest seq, and how many records the log holds after the anchor (the
+    # records before the range walked are counted, not hashed).
+    held = InjectionRecord.objects.filter(seq__gt=setting.anchor.seq).aggregate(
+        newest=Max("seq"), count=Count("pk")
+    )
+    newest = held["newest"]
     last_seq = max(setting.head.seq if setting.head else 0, newest or 0)
     scope, first_seq = _recent_start(setting, last_seq, window)
     anchor, broken, checked = setting.anchor, setting.broken, 0
@@ -534,8 +582,25 @@ def injection_log_verify_recent(*, window: int = RECENT_WINDOW) -> RecentVerific
             misplaced=_misplaced,
         )
         broken = broken or setting.checkpoint_break
+    if broken is None and scope != "full":
+        broken = _count_break(setting.anchor, last_seq, int(held["count"]))
     verification = setting.result(checked, broken)
     return RecentVerification(scope, first_seq, last_seq, verification)
+
+
+def _count_break(anchor: ChainAnchor, last_seq: int, found: int) -> Break | None:
+    """The records before the range walked are not hashed here, but they are counted: a
+    record deleted or inserted there is seen at once, an edit only by the full verification."""
+    expected = max(0, last_seq - anchor.seq)
+    if found == expected:
+        return None
+    return Break(
+        None,
+        anchor.seq + 1,
+        "gap" if found < expected else "inserted",
+        f"the log holds {found} records after {_start_label(anchor)} where its seqs up to "
+        f"{last_seq} need {expected}: records were deleted or inserted before the range checked",
+    )
 
 
 def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:

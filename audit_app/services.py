@@ -12,30 +12,26 @@ defence.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
-from functools import cache
-from pathlib import Path
+from functools import cache, partial
 from typing import Any, cast
 
 import rfc8785
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Exists, OuterRef
 
+from audit_app.checkpoints import audit_checkpoint_create, witness_checkpoint
 from audit_app.contracts import (
     ChainPoint,
-    CheckpointOut,
     ContradictionAuditInput,
     ContradictionAuditResult,
     PurgeResult,
 )
 from audit_app.domain.chain import (
     RECORD_FORMAT,
-    checkpoint_mac,
     record_hash,
     sha256_text,
 )
@@ -47,7 +43,6 @@ from audit_app.domain.contradictions import (
 )
 from audit_app.models import (
     GENESIS_HASH,
-    AuditCheckpoint,
     AuditRun,
     ContradictionFinding,
     DeliveredText,
@@ -61,15 +56,12 @@ from audit_app.models import (
 from audit_app.receipt_sources import receipt_sources_add
 from audit_app.selectors import (
     chain_anchor,
-    checkpoint_key,
-    checkpoint_view,
     facts_held_at,
     finding_view,
     findings_by_fingerprint,
     injection_log_verify,
 )
 from graph_app.domain.hashing import canonical_json
-from graph_app.selectors import graph_chain_head
 from graph_app.services import fact_supersede
 from memoryproject import sql
 from memoryproject.collector import collector_paused
@@ -77,6 +69,7 @@ from memoryproject.contracts import Caller, has_nul, takes
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
+from memoryproject.witness import LOG_STREAM, witness_head_advance
 from memoryproject.writes import write_transaction
 
 __all__ = [
@@ -228,6 +221,16 @@ def _append(*, text: str, **fields: Any) -> InjectionRecord:
         sql.insert(record)
         record.__dict__["_system_prompt"] = _text_store(text, record.prompt_sha256)
         _head_move(head, record.seq, record.record_hash)
+        # Witnessed once committed: a head that was rolled back must never be witnessed.
+        transaction.on_commit(
+            partial(
+                witness_head_advance,
+                LOG_STREAM,
+                record.seq,
+                record.record_hash,
+                created_at=iso(record.created_at),
+            )
+        )
     return record
 
 
@@ -330,70 +333,13 @@ def delivered_text_erase(*, sha256: str, reason: str = "") -> bool:
             [ErasedText(sha256=sha256, erased_at=utcnow(), reason=reason.strip())],
             ignore_conflicts=True,
         )
-        with audit_maintenance():
+        with audit_maintenance(
+            purpose="erasure",
+            details={"sha256": sha256},
+            after=partial(witness_checkpoint, reason="erasure"),
+        ):
             removed, _ = DeliveredText.objects.filter(sha256=sha256).delete()
     return removed > 0
-
-
-# --- checkpoints ------------------------------------------------------------------------------
-
-
-def _graph_heads() -> dict[str, dict[str, Any]]:
-    """Each project's graph chain head: the size and last hash of its change log."""
-    heads = {}
-    for project in Project.objects.order_by("slug"):
-        size, head = graph_chain_head(project)
-        heads[project.slug] = {"size": int(size), "head": str(head)}
-    return heads
-
-
-def _write_checkpoint_file(out: Path, document: Mapping[str, Any]) -> None:
-    """Written whole or not at all (a cron job ships the file elsewhere)."""
-    out = out.expanduser()
-    handle, temporary = tempfile.mkstemp(dir=out.parent or Path("."), prefix=".checkpoint-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, indent=2, sort_keys=True)
-            stream.write("\n")
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def audit_checkpoint_create(*, out: Path | None = None) -> CheckpointOut:
-    """Signs the log's head (seq, hash, the head record's time) and each project's graph chain
-    head with HMAC-SHA256 (key ``AUDIT_CHECKPOINT_KEY`` from the environment), keeps it in the
-    checkpoint table and, with ``out``, writes it as a JSON file to ship elsewhere. Refuses to
-    sign a log that does not verify, or without the key."""
-    key = checkpoint_key()
-    with write_transaction():
-        verification = injection_log_verify()
-        if not verification.ok:
-            broken = verification.first_broken
-            where = f" at seq {broken.seq}: {broken.reason}" if broken else ""
-            raise ApplicationError(
-                f"the injection log does not verify{where}; a checkpoint would sign the "
-                "damage, so none was made"
-            )
-        head = InjectionLogHead.objects.filter(pk=1).first()
-        seq, last_hash = (head.seq, head.last_hash) if head else (0, GENESIS_HASH)
-        last = InjectionRecord.objects.filter(seq=seq).values_list("created_at", flat=True)
-        graph = _graph_heads()
-        now = utcnow()
-        body = {
-            "version": 1,
-            "created_at": iso(now),
-            "log": {"seq": seq, "head": last_hash, "head_created_at": iso(last.first())},
-            "graph": graph,
-        }
-        mac = checkpoint_mac(body, key)
-        stored = AuditCheckpoint.objects.create(
-            created_at=now, log_seq=seq, log_head=last_hash, body=body, mac=mac
-        )
-    if out is not None:
-        _write_checkpoint_file(out, {"body": body, "hmac": mac})
-    return checkpoint_view(stored.pk, body, mac, file=str(out) if out is not None else None)
 
 
 # --- retention --------------------------------------------------------------------------------
@@ -442,7 +388,12 @@ def _purge_run(
     appends the purge event that anchors what remains."""
     through = last.seq
     purged = InjectionRecord.objects.filter(seq__gte=first, seq__lte=through)
-    with audit_maintenance():
+    anchor = {"kind": "purge", "seq": through, "hash": last.record_hash}
+    with audit_maintenance(
+        purpose="purge",
+        details={"anchor": anchor, "from_seq": first},
+        after=partial(witness_checkpoint, reason="purge"),
+    ):
         texts, _ = _orphan_texts(first, through).delete()
         # Rows that index the purged records (they protect them from deletion) go with them.
         for relation in InjectionRecord._meta.related_objects:

@@ -1420,6 +1420,16 @@ def graph_leaves(*, project: Project) -> GraphLeaves:
 
 @takes(IntegrityInput)
 def integrity_verify(*, project: Project, params: IntegrityInput) -> IntegrityResult:
+    """``integrity_unwitnessed``, then held to the witness outside the database
+    (graph_app.witness_check): not verified unless the witness agrees, "unanchored" without
+    one."""
+    from graph_app.witness_check import integrity_witnessed
+
+    return integrity_witnessed(project, integrity_unwitnessed(project=project, params=params))
+
+
+@takes(IntegrityInput)
+def integrity_unwitnessed(*, project: Project, params: IntegrityInput) -> IntegrityResult:
     """Verifies the project's graph: every fact's and episode's SHA-256 against its canonical
     JSON, the Merkle root over them (facts by id, then episodes by id), the change log's chain,
     head and (when given) a checkpoint, and every fact, episode and entity against the state

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from typing import Any, Literal
 
 from django.conf import settings
@@ -75,6 +75,7 @@ from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
 from memoryproject.screening import screening_out
 from memoryproject.timeutil import utcnow
+from memoryproject.witness import graph_stream, witness_head_advance
 from memoryproject.writes import write_transaction
 
 # --- the graph lock and revision --------------------------------------------------------------
@@ -178,6 +179,16 @@ class GraphWrite:
                 f"UPDATE {head} SET changes = %s, head_hash = %s WHERE project_id = %s",
                 [self.size, self.head, self.project.pk],
             )
+        # Witnessed once committed (a rolled-back head must never be witnessed).
+        transaction.on_commit(
+            partial(
+                witness_head_advance,
+                graph_stream(self.project.pk),
+                self.size,
+                self.head,
+                project=self.project.slug,
+            )
+        )
 
 
 #: Entries per INSERT statement (12 parameters each: within SQLite's and PostgreSQL's limits).

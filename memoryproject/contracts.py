@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -387,3 +387,27 @@ def takes(model: type[I]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return call
 
     return decorate
+
+
+class WitnessCheck(Output):
+    """The database held to the witness (signed heads and checkpoints kept outside it)."""
+
+    state: Literal["verified", "failed", "unanchored"] = Field(
+        description="verified: everything the witness signed is still in the database as it "
+        "was; failed: something is not (problems name what, since which witnessed point); "
+        "unanchored: no witness is configured, so nothing outside the database vouches for it."
+    )
+    problems: list[str] = Field(default_factory=list)
+    witnessed_seq: int | None = Field(
+        default=None, description="The newest position (log seq or change-log size) witnessed."
+    )
+    witnessed_at: str | None = Field(default=None, description="When it was witnessed (UTC).")
+    since: str | None = Field(
+        default=None, description="The witnessed point the check held the database to."
+    )
+    unwitnessed: int = Field(
+        default=0,
+        description="Records after the newest witnessed point (appended since; a head is "
+        "witnessed after each commit, a checkpoint by cron and after maintenance).",
+    )
+    key_id: str | None = Field(default=None, description="The witness public key's id.")

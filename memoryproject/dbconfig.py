@@ -45,3 +45,14 @@ def database_config(url: str | None, *, base_dir: Path, conn_max_age: int = 0) -
             Path(name).parent.mkdir(parents=True, exist_ok=True)
         config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
     return config
+
+
+def database_label(config: dict[str, Any]) -> str:
+    """A file-system-safe name of one database (its witness directory is named after it, so
+    two databases never share one): the SQLite file's stem, or ``<name>-<host>-<port>``."""
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        raw = Path(str(config.get("NAME") or "memory")).stem
+    else:
+        parts = (config.get("NAME"), config.get("HOST") or "local", config.get("PORT") or "")
+        raw = "-".join(str(part) for part in parts if part)
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in raw) or "database"

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 
@@ -28,11 +29,17 @@ def temporary_database(label: str = "scratch") -> Iterator[str]:
         test_settings["NAME"] = f"{connection.settings_dict['NAME']}_{label}"
     # create_test_db answers the new name; the configured one must be kept to switch back.
     old_name = connection.settings_dict["NAME"]
+    # The temporary database has a witness of its own, dropped with it: its heads must never
+    # reach the configured database's witness.
+    witness_dir, saved_witness = tempfile.mkdtemp(prefix=f"{label}_witness_"), settings.WITNESS_DIR
+    settings.WITNESS_DIR = witness_dir
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False, keepdb=False)
     try:
         yield str(connection.settings_dict["NAME"])
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
+        settings.WITNESS_DIR = saved_witness
+        shutil.rmtree(witness_dir, ignore_errors=True)
         test_settings.clear()
         test_settings.update(saved)
         if tmpdir:

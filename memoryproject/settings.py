@@ -6,13 +6,15 @@ import contextlib
 import os
 import secrets
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryproject import __version__
-from memoryproject.dbconfig import database_config
+from memoryproject.dbconfig import database_config, database_label
+from memoryproject.proxies import proxy_networks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VERSION = __version__
@@ -101,6 +103,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "import_export",
+    "axes",
     "memoryproject",
     "sessions_app",
     "graph_app",
@@ -108,6 +111,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: what follows sees forwarded headers from TRUSTED_PROXIES only, and REMOTE_ADDR is
+    # the client a trusted proxy forwards for.
+    "memoryproject.proxies.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryproject.middleware.JsonErrorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -117,6 +123,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a refused console login into the lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# django-axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "memoryproject.urls"
@@ -253,6 +267,15 @@ MEMORY_RELATIONAL_PREDICATES = env_list(
 # database; audit_checkpoint refuses to sign without it).
 AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 183)
 AUDIT_CHECKPOINT_KEY = env.str("AUDIT_CHECKPOINT_KEY", default="")
+# The witness: signed heads and checkpoints kept outside the database (memoryproject.witness).
+# One directory per database; empty turns it off, and every verifier then says "unanchored".
+# The Ed25519 signing key is made on first use in WITNESS_KEY_FILE (0600); a host that only
+# verifies sets WITNESS_PUBLIC_KEY_FILE (and no private key).
+WITNESS_DIR = env.str(
+    "WITNESS_DIR", default=str(BASE_DIR / "data" / "witness" / database_label(DATABASES["default"]))
+)
+WITNESS_KEY_FILE = env.str("WITNESS_KEY_FILE", default=str(BASE_DIR / "data" / "witness.key"))
+WITNESS_PUBLIC_KEY_FILE = env.str("WITNESS_PUBLIC_KEY_FILE", default="")
 
 # The context compiler's index snapshots: a new process loads a project's index from here
 # instead of rebuilding it from every row (empty: none). One is written once a refresh has read
@@ -276,6 +299,8 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["stderr"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # django-axes: failed console logins and lockouts (warnings), not every successful login.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 # A cache shared by every worker and server (failed-authentication throttling counts there):
@@ -293,6 +318,39 @@ CACHES = {
     )
 }
 
+# Console login (django-axes): after CONSOLE_LOGIN_FAILURES wrong passwords for one username
+# from one address, that pair is refused (429, the lockout page), the right password included,
+# until CONSOLE_LOGIN_COOLOFF_MINUTES pass without another try; other users and addresses are
+# not affected. Counted in the shared cache when REDIS_URL is set; otherwise in the database,
+# which every worker shares too (a per-process memory cache would multiply the limit by the
+# number of workers, and django-axes's own check refuses it).
+CONSOLE_LOGIN_FAILURES = env_int("CONSOLE_LOGIN_FAILURES", 5)
+CONSOLE_LOGIN_COOLOFF_MINUTES = env_int("CONSOLE_LOGIN_COOLOFF_MINUTES", 15)
+if CONSOLE_LOGIN_FAILURES < 1 or CONSOLE_LOGIN_COOLOFF_MINUTES < 1:
+    raise ImproperlyConfigured(
+        "CONSOLE_LOGIN_FAILURES and CONSOLE_LOGIN_COOLOFF_MINUTES must be at least 1"
+    )
+AXES_HANDLER = (
+    "axes.handlers.cache.AxesCacheHandler"
+    if REDIS_URL
+    else "axes.handlers.database.AxesDatabaseHandler"
+)
+AXES_CACHE = "default"
+AXES_FAILURE_LIMIT = CONSOLE_LOGIN_FAILURES
+AXES_COOLOFF_TIME = timedelta(minutes=CONSOLE_LOGIN_COOLOFF_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The address is REMOTE_ADDR only (django-axes's default, stated here): never a forwarded
+# header, which any client could write.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "memoryproject.login_lockout.lockout_response"
+# Attempts are not browsed in the admin (with Redis they are not in the database at all):
+# `manage.py axes_reset_ip_username <address> <username>` lifts a lockout early.
+AXES_ENABLE_ADMIN = False
+AXES_DISABLE_ACCESS_LOG = True
+# No banner at every start (commands' stderr stays theirs); failures are still logged.
+AXES_VERBOSE = False
+
 # HTTP safety. With DEBUG off the defaults are those of a public deployment behind TLS
 # (`manage.py check --deploy` is clean); PLAIN_HTTP=1 serves plain HTTP on a trusted address
 # (`make run` on 127.0.0.1). Each setting can also be set on its own.
@@ -305,9 +363,24 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-# Behind a TLS-terminating proxy: trust its X-Forwarded-Proto header (only when the proxy sets
-# it on every request and clients cannot reach the server around it).
+# Reverse proxies (comma-separated IP addresses or CIDR networks) whose forwarded headers are
+# believed, by REST and MCP alike (memoryproject.proxies): X-Forwarded-For names the client (its
+# rightmost hop that is not one of them), which failed-authentication throttling counts. From
+# any other peer the forwarded headers are removed. Empty: believed from no one.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+try:
+    proxy_networks(TRUSTED_PROXIES)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {exc}") from None
+# Behind a TLS-terminating proxy: believe its X-Forwarded-Proto header. Only a trusted proxy's
+# reaches Django, so without TRUSTED_PROXIES every request would be redirected to HTTPS again:
+# refused at start rather than looping.
 if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
+    if not TRUSTED_PROXIES:
+        raise ImproperlyConfigured(
+            "TRUST_X_FORWARDED_PROTO=1 needs TRUSTED_PROXIES, the addresses of the proxies that "
+            "set X-Forwarded-Proto: the header is believed from them only"
+        )
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # /healthz answers probes over plain HTTP from inside the network.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]

@@ -10,6 +10,14 @@ import os
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
 # The test client, live servers and servers the tests start speak plain HTTP on loopback.
 os.environ.setdefault("PLAIN_HTTP", "1")
+# One witness signing key for the suite (made on first use, 0600); each test's witness
+# directory is its own (tests/conftest.py), exported so that the servers it starts share it.
+os.environ.setdefault(
+    "WITNESS_KEY_FILE",
+    os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "test_witness.key"
+    ),
+)
 
 from memoryproject.settings import *  # noqa: F403
 from memoryproject.settings import BASE_DIR, DATABASES, STORAGES

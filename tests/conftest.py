@@ -23,7 +23,7 @@ def _flush_opens_the_audit_gate() -> Iterator[None]:
     flush = BaseDatabaseOperations.execute_sql_flush
 
     def execute_sql_flush(self: BaseDatabaseOperations, sql_list: list[str]) -> None:
-        with audit_maintenance(self.connection.alias):
+        with audit_maintenance(self.connection.alias, purpose="test flush"):
             flush(self, sql_list)
 
     BaseDatabaseOperations.execute_sql_flush = execute_sql_flush  # type: ignore[method-assign]
@@ -34,12 +34,26 @@ def _flush_opens_the_audit_gate() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _own_witness(tmp_path_factory, settings, monkeypatch) -> Iterator[None]:
+    """Each test's witness is its own directory, as its database is its own: a head witnessed
+    by one test must not be held against the next one's (rolled back or flushed) database.
+    Exported in the environment so that servers the test starts witness there too."""
+    directory = tmp_path_factory.mktemp("witness")
+    settings.WITNESS_DIR = str(directory)
+    monkeypatch.setenv("WITNESS_DIR", str(directory))
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
     """Each test starts with an empty cache: failed authentications counted by one test (all
-    from the test client's address) must not throttle the next."""
-    from django.core.cache import cache
+    from the test client's address) must not throttle the next, nor its failed console logins
+    (counted by django-axes's cache handler in ``AXES_CACHE``) lock the next one out."""
+    from django.conf import settings
+    from django.core.cache import cache, caches
 
     cache.clear()
+    caches[settings.AXES_CACHE].clear()
     yield
 
 

@@ -23,6 +23,7 @@ from memoryproject.contracts import (
     Output,
     Unit,
     UtcDatetime,
+    WitnessCheck,
     has_nul,
     parse_bool,
     rule_error,
@@ -594,6 +595,9 @@ class IntegrityResult(Output):
         default="full",
         description="full: every record and the whole log; since_checkpoint: the log after "
         "the checkpoint and the records it touched (facts, episodes and entities count those).",
+    )
+    witness: WitnessCheck | None = Field(
+        default=None, description="The graph held to the witness kept outside the database."
     )
 
 

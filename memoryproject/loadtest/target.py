@@ -8,6 +8,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,9 +203,12 @@ def api_key_for(env: dict[str, str], *, name: str, project: str, scope: str) -> 
 
 def target_prepare(database_url: str, *, project: str = PROJECT, fresh: bool = True) -> Target:
     """Creates (``fresh``: drops first) and migrates the database and makes the two keys."""
+    env = child_env(database_url)
     if fresh:
         database_create(database_url)
-    env = child_env(database_url)
+        # A new database, a new witness: heads witnessed for the one dropped would be held
+        # against this one.
+        env["WITNESS_DIR"] = tempfile.mkdtemp(prefix="loadtest_witness_")
     manage(env, "migrate", "--noinput")
     with ThreadPoolExecutor(2) as pool:  # two Django start-ups at once
         write = pool.submit(

@@ -37,7 +37,10 @@ def test_a_checkpoint_signs_the_log_and_graph_heads(default_project, key, tmp_pa
     }
     assert body["graph"]["default"]["size"] == 0
     assert checkpoint.hmac == checkpoint_mac(body, tamper.KEY)
-    assert json.loads(path.read_text()) == {"body": body, "hmac": checkpoint.hmac}
+    document = json.loads(path.read_text())
+    assert (document["body"], document["hmac"]) == (body, checkpoint.hmac)
+    # The witness entry that vouches for it outside the database (its public key suffices).
+    assert document["witness"]["n"] == 1
     stored = AuditCheckpoint.objects.get()
     assert (stored.log_seq, stored.log_head, stored.body) == (3, records[-1].record_hash, body)
     latest = checkpoint_latest()
@@ -45,10 +48,15 @@ def test_a_checkpoint_signs_the_log_and_graph_heads(default_project, key, tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("value", "phrase"), [("", "AUDIT_CHECKPOINT_KEY is not set"), ("short", "too short")]
+    ("value", "witness_dir", "phrase"),
+    [("", "", "no checkpoint key"), ("short", None, "too short")],
 )
-def test_no_checkpoint_is_signed_without_a_proper_key(default_project, settings, value, phrase):
+def test_no_checkpoint_is_signed_without_a_proper_key(
+    default_project, settings, value, witness_dir, phrase
+):
     settings.AUDIT_CHECKPOINT_KEY = value
+    if witness_dir is not None:
+        settings.WITNESS_DIR = witness_dir
     with pytest.raises(ApplicationError, match=phrase):
         audit_checkpoint_create()
     code, _, err = run("audit_checkpoint")

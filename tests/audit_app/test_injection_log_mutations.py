@@ -7,6 +7,7 @@ the test's transaction."""
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 from django.db import transaction
@@ -301,8 +302,10 @@ def mutate(kind: str, size: int, target: int, field: str) -> None:
     clients=st.text(alphabet="abcxyz:() _-é", max_size=12),
 )
 def test_a_random_log_verifies_and_any_single_mutation_fails(
-    default_project, key, data, statuses, clients
+    default_project, key, data, statuses, clients, settings, tmp_path
 ):
+    # Each example's database is rolled back: its witness starts empty too.
+    settings.WITNESS_DIR = tempfile.mkdtemp(dir=tmp_path)
     with transaction.atomic():
         for n, status in enumerate(statuses, start=1):
             tamper.append(default_project, n, status=status, client=clients + str(n))

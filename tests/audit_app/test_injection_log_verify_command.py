@@ -20,8 +20,9 @@ def test_an_intact_log_is_reported_as_verified(default_project):
     call_command("injection_log_verify", stdout=out)
     assert out.getvalue() == (
         "injection log intact: 2 records verified\n"
-        f"  anchor  genesis: seq 0 {'0' * 16}\n"
-        f"  head    seq 2 {head.last_hash[:16]}\n"
+        f"  anchor   genesis: seq 0 {'0' * 16}\n"
+        f"  head     seq 2 {head.last_hash[:16]}\n"
+        "  witness  verified\n"
     )
 
 

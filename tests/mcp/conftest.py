@@ -62,6 +62,12 @@ def server_env() -> dict[str, str]:
         "PYTHONPATH": str(REPO),
         "PYTHONUNBUFFERED": "1",
         "LOG_LEVEL": "WARNING",
+        # The test's own witness (tests/conftest.py) and the suite's signing key.
+        **{
+            name: os.environ[name]
+            for name in ("WITNESS_DIR", "WITNESS_KEY_FILE")
+            if name in os.environ
+        },
     }
 
 

@@ -68,7 +68,7 @@ class Command(BaseCommand):
         elif result.ok:
             title = f"injection log intact: {result.checked} records verified\n"
         else:
-            title = "injection log NOT VERIFIED: a checkpoint is refused\n"
+            title = f"injection log NOT VERIFIED: {_why_not(result)}\n"
         rows = []
         if broken is not None:
             rows += [("kind", broken.kind), ("verified", f"{result.checked} records before it")]
@@ -90,5 +90,22 @@ class Command(BaseCommand):
                     f"{state}: {check.reason}",
                 )
             )
+        witnessed = result.witness
+        if witnessed is not None:
+            since = f", held to {witnessed.since}" if witnessed.since else ""
+            rows.append(("witness", f"{witnessed.state}{since}"))
+            rows += [("witness", problem) for problem in witnessed.problems]
         rows += [("warning", warning) for warning in result.warnings]
         return title + table(rows)
+
+
+def _why_not(result: ChainVerification) -> str:
+    """Why a log whose records all verify is still not verified."""
+    witnessed = result.witness
+    if witnessed is not None and witnessed.state == "unanchored":
+        return "UNANCHORED: no witness is configured, nothing outside the database vouches for it"
+    if witnessed is not None and witnessed.problems:
+        return f"the witness disagrees: {witnessed.problems[0]}"
+    if any(not check.signature_ok for check in result.checkpoints):
+        return "a checkpoint is refused"
+    return "; ".join(result.warnings) or "a checkpoint is refused"

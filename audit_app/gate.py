@@ -1,0 +1,130 @@
+"""The maintenance gate of the append-only tables: opened only with a grant the witness signed.
+
+The injection log's tables and the graph change log refuse UPDATE, DELETE (and TRUNCATE on
+PostgreSQL) in the database. The retention purge and erasure must still remove rows, so the
+triggers let a change through in one case only, which a database writer cannot produce by
+flipping a value:
+
+- SQLite: the triggers call ``memoryproject_gate_open()``, a function this service registers on
+  each of its own connections, answering whether this thread holds the gate. Any other
+  connection (the sqlite3 shell, another program) has no such function, so its UPDATE or
+  DELETE on these tables fails whatever the tables hold.
+- PostgreSQL: the triggers let a change through only in the transaction that inserted an
+  ``AuditMaintenanceGrant`` row (``txid_current()``). A database writer can insert one, but it
+  cannot sign it: every verifier holds each grant row to the witness, which has only the
+  grants this service signed, and names any other.
+
+``audit_maintenance(purpose=...)`` appends the signed grant to the witness first (refusing when
+this host has no signing key), then opens the gate inside the current transaction; after the
+commit a checkpoint of what the maintenance left (log head, graph heads) is witnessed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from memoryproject.errors import ApplicationError
+from memoryproject.timeutil import utcnow
+from memoryproject.witness import witness
+from memoryproject.writes import write_transaction
+
+#: The SQLite function the triggers call (migration 0009).
+GATE_FUNCTION = "memoryproject_gate_open"
+
+_gate = threading.local()
+
+
+def maintenance_open(using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Whether this thread holds the gate open on connection ``using``."""
+    return getattr(_gate, using, 0) > 0
+
+
+def gate_function_install(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """connection_created receiver: gives each SQLite connection of this service the function
+    its triggers call."""
+    if connection.vendor != "sqlite":
+        return
+    alias = connection.alias
+
+    def gate_open() -> int:
+        return 1 if maintenance_open(alias) else 0
+
+    connection.connection.create_function(GATE_FUNCTION, 0, gate_open, deterministic=False)
+
+
+def _txid(connection: BaseDatabaseWrapper) -> int | None:
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT txid_current()")
+        return int(cursor.fetchone()[0])
+
+
+def _grant(using: str, purpose: str, details: dict[str, Any]) -> None:
+    """Signs the grant into the witness, then records it where the triggers look."""
+    from audit_app.models import AuditMaintenanceGrant, InjectionLogHead
+
+    found = witness()
+    if found is None or found.signer is None:
+        raise ApplicationError(
+            "maintenance of the append-only tables needs the witness signing key "
+            "(WITNESS_DIR and WITNESS_KEY_FILE): the grant that opens them is signed with it",
+            field="witness",
+        )
+    connection = connections[using]
+    head = InjectionLogHead.objects.using(using).filter(pk=1).first()
+    entry = found.append(
+        "maintenance",
+        {
+            "purpose": purpose,
+            "log": {"seq": head.seq if head else 0, "head": head.last_hash if head else ""},
+            **details,
+        },
+    )
+    AuditMaintenanceGrant.objects.using(using).create(
+        created_at=utcnow(),
+        purpose=purpose[:64],
+        txid=_txid(connection),
+        witness_n=entry.n,
+        body=entry.body,
+    )
+
+
+@contextmanager
+def gate_held(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Holds the gate in this thread for the current transaction, without a grant: SQLite's
+    triggers ask this thread; on PostgreSQL the caller must have inserted the transaction's
+    grant (``audit_maintenance`` does both)."""
+    depth = getattr(_gate, using, 0)
+    setattr(_gate, using, depth + 1)
+    try:
+        yield
+    finally:
+        setattr(_gate, using, depth)
+
+
+@contextmanager
+def audit_maintenance(
+    using: str = DEFAULT_DB_ALIAS,
+    *,
+    purpose: str = "maintenance",
+    details: dict[str, Any] | None = None,
+    after: Callable[[], None] | None = None,
+) -> Iterator[None]:
+    """Lets UPDATE and DELETE through the append-only triggers (and the ORM's refusals) inside
+    one transaction, which this opens or joins, with a grant the witness signed first. After
+    the commit ``after`` runs (the checkpoint of what the maintenance left); nested uses share
+    the outermost grant."""
+    with write_transaction(using):
+        if not maintenance_open(using):
+            _grant(using, purpose, dict(details or {}))
+            if after is not None:
+                transaction.on_commit(after, using=using)
+        with gate_held(using):
+            yield

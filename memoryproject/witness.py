@@ -1,0 +1,482 @@
+"""The witness: what the database held, signed and kept where a database writer cannot reach.
+
+Someone with write access to the database can rewrite every table and recompute every hash
+in it, checkpoint rows included. The witness holds the answer to that outside the database:
+an append-only store of statements signed with an Ed25519 key whose private half never enters
+the database. Verifiers need only the public half.
+
+The store is a directory (``WITNESS_DIR``, mode 0700, files 0600) with two parts:
+
+- ``entries.jsonl``: one signed statement per line, appended under a lock and fsynced:
+  checkpoints (the injection log's head and size, every project's graph head, size and Merkle
+  root), maintenance grants (the only way the append-only tables open) and what a maintenance
+  action changed. Each entry names the one before it (``prev``, the SHA-256 of its line) and
+  is numbered (``n``), so a line removed or reordered is seen.
+- ``heads/<stream>.json``: the latest head of each chain, signed and replaced after every
+  commit that moves it (the injection log's every receipt, each project's every graph write),
+  only ever forward. A log cut short after the last checkpoint is seen against it.
+
+Signatures cover the RFC 8785 canonical JSON of each body. A verifier reads the store once
+and then only what was appended since (each line's signature is checked once per process).
+
+What it cannot stop: whoever holds the private key file and the directory can rewrite the
+witness too; keep a copy of the public key elsewhere and the directory on other storage
+(another host's mount, object storage with a retention lock) where that matters.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+from django.conf import settings
+
+from memoryproject.errors import ApplicationError
+from memoryproject.timeutil import iso, utcnow
+
+log = logging.getLogger(__name__)
+
+GENESIS = "0" * 64
+ENTRIES = "entries.jsonl"
+HEADS = "heads"
+#: The stream the injection log's head is witnessed under; a project's graph is
+#: ``graph_stream(pk)``.
+LOG_STREAM = "log"
+
+
+def graph_stream(project_pk: int) -> str:
+    return f"graph-{int(project_pk)}"
+
+
+def _canonical(body: Mapping[str, Any]) -> bytes:
+    return rfc8785.dumps(dict(body))
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Written whole (temporary name, renamed into place), readable by the owner only."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+def key_id(public: Ed25519PublicKey) -> str:
+    """A short name of a public key: the first 16 hex digits of the SHA-256 of its raw bytes."""
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def public_key_pem(public: Ed25519PublicKey) -> bytes:
+    return public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def _private_make(path: Path) -> None:
+    """A new signing key at ``path`` (0600), unless one is there (another process may have
+    made it this very moment: O_EXCL decides)."""
+    _private_dir(path.parent)
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)
+    log.warning("witness: a new signing key was made at %s (keep its public half apart)", path)
+
+
+def _load_private(path: Path) -> Ed25519PrivateKey:
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ApplicationError(f"WITNESS_KEY_FILE: cannot read {path}: {exc}") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ApplicationError(f"WITNESS_KEY_FILE: {path} is not an Ed25519 private key")
+    return key
+
+
+def _load_public(path: Path) -> Ed25519PublicKey:
+    try:
+        key = serialization.load_pem_public_key(path.read_bytes())
+    except (OSError, ValueError, TypeError) as exc:
+        raise ApplicationError(f"WITNESS_PUBLIC_KEY_FILE: cannot read {path}: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise ApplicationError(f"WITNESS_PUBLIC_KEY_FILE: {path} is not an Ed25519 public key")
+    return key
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One verified line of the store."""
+
+    n: int
+    kind: str
+    at: str
+    body: dict[str, Any]
+    digest: str
+
+
+@dataclass(frozen=True)
+class Head:
+    stream: str
+    seq: int
+    hash: str
+    at: str
+    body: dict[str, Any]
+
+
+@dataclass
+class WitnessRead:
+    """What the store holds, signatures checked: the entries in order, the heads by stream,
+    and every problem found (a line whose signature fails or that breaks the order, an
+    unreadable head). Nothing after the first bad line is trusted."""
+
+    directory: str
+    key_id: str
+    entries: list[Entry] = field(default_factory=list)
+    heads: dict[str, Head] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[Entry]:
+        return [entry for entry in self.entries if entry.kind == kind]
+
+
+@dataclass
+class _Parsed:
+    """A prefix of entries.jsonl already verified in this process."""
+
+    inode: int
+    offset: int
+    entries: list[Entry]
+    prev: str
+    problem: str
+
+
+def _signed(line: Mapping[str, Any], public: Ed25519PublicKey) -> dict[str, Any] | None:
+    body, signature = line.get("body"), line.get("sig")
+    if not isinstance(body, dict) or not isinstance(signature, str):
+        return None
+    try:
+        public.verify(_unb64(signature), _canonical(body))
+    except (InvalidSignature, ValueError, TypeError):
+        return None
+    return body
+
+
+#: Bytes of one slot of a head file (two slots per file).
+_SLOT = 1024
+
+
+def _slots_read(
+    fd: int, public: Ed25519PublicKey, stream: str, verified: dict[bytes, dict[str, Any] | None]
+) -> list[tuple[int, Head | None]]:
+    """Both slots of a head file: (slot, its head, or None when empty, torn or not signed).
+    ``verified``: slots already checked under this key, by their bytes (a head file is read
+    on every verification and every commit)."""
+    raw = os.pread(fd, 2 * _SLOT, 0)
+    found: list[tuple[int, Head | None]] = []
+    for slot in (0, 1):
+        chunk = raw[slot * _SLOT : (slot + 1) * _SLOT].strip()
+        head = None
+        if chunk:
+            if chunk not in verified:
+                if len(verified) > 4096:
+                    verified.clear()
+                try:
+                    verified[chunk] = _signed(json.loads(chunk), public)
+                except ValueError:
+                    verified[chunk] = None
+            body = verified[chunk]
+            if body is not None and body.get("stream") == stream:
+                head = Head(stream, int(body["seq"]), str(body["hash"]), str(body["at"]), body)
+        found.append((slot, head))
+    return found
+
+
+class Witness:
+    """One witness store and its keys (``signer`` None: verify-only)."""
+
+    def __init__(
+        self, directory: Path, public: Ed25519PublicKey, signer: Ed25519PrivateKey | None
+    ) -> None:
+        self.directory = directory
+        self.public = public
+        self.signer = signer
+        self.key_id = key_id(public)
+        self._lock = threading.RLock()
+        self._parsed: _Parsed | None = None
+        self._head_fds: dict[tuple[int, str], int] = {}
+        self._verified: dict[bytes, dict[str, Any] | None] = {}
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def _sign(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        if self.signer is None:
+            raise ApplicationError(
+                "WITNESS_KEY_FILE: no signing key here (a verify-only witness): maintenance and "
+                "checkpoints need the private key"
+            )
+        signature = self.signer.sign(_canonical(body))
+        return {"body": dict(body), "sig": _b64(signature), "key": self.key_id}
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        _private_dir(self.directory)
+        fd = os.open(self.directory / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            with self._lock:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def append(self, kind: str, details: Mapping[str, Any]) -> Entry:
+        """Appends one signed entry (fsynced before it answers)."""
+        with self._locked(".entries.lock"):
+            read = self.read()
+            if read.problems and any(p.startswith("entries") for p in read.problems):
+                raise ApplicationError(
+                    f"witness: {self.directory / ENTRIES} is damaged ({read.problems[0]}); "
+                    "nothing more is appended to it"
+                )
+            last = read.entries[-1] if read.entries else None
+            body = {
+                **dict(details),
+                "kind": kind,
+                "n": (last.n + 1) if last else 1,
+                "prev": last.digest if last else GENESIS,
+                "at": iso(utcnow()),
+            }
+            line = json.dumps(self._sign(body), sort_keys=True, separators=(",", ":")) + "\n"
+            path = self.directory / ENTRIES
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            digest = hashlib.sha256(line.rstrip("\n").encode("utf-8")).hexdigest()
+            return Entry(body["n"], kind, body["at"], body, digest)
+
+    def _head_fd(self, stream: str) -> int:
+        """This process's descriptor of the stream's head file (kept open: a head moves on
+        every commit; it is also the lock its writers take)."""
+        key = (os.getpid(), stream)
+        fd = self._head_fds.get(key)
+        if fd is None:
+            heads = self.directory / HEADS
+            _private_dir(heads)
+            fd = os.open(heads / f"{stream}.head", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._head_fds[key] = fd
+        return fd
+
+    def head_advance(self, stream: str, seq: int, digest: str, **details: Any) -> bool:
+        """Witnesses that ``stream`` reached ``seq`` with hash ``digest``; only ever forward (a
+        later writer's head already witnessed stays). Answers whether it moved.
+
+        The head file holds two slots written in turn in place (the one not holding the
+        newest head), so a write torn by a crash leaves the previous head readable; a rename
+        per commit would cost a hundred times more."""
+        with self._lock:
+            fd = self._head_fd(stream)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                slots = _slots_read(fd, self.public, stream, self._verified)
+                current = max(slots, key=lambda h: h[1].seq if h[1] else -1)
+                if current[1] is not None and current[1].seq >= seq:
+                    return False
+                body = {**details, "stream": stream, "seq": int(seq), "hash": digest}
+                body["at"] = iso(utcnow())
+                line = json.dumps(self._sign(body), sort_keys=True).encode("utf-8")
+                if len(line) >= _SLOT:
+                    raise ApplicationError(f"witness: a head of {stream} is too long to keep")
+                slot = 1 - current[0] if current[1] is not None else 0
+                os.pwrite(fd, line.ljust(_SLOT - 1) + b"\n", slot * _SLOT)
+                self._verified[line] = body  # signed here: no need to check it when read back
+                return True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _head_read(self, stream: str) -> tuple[Head | None, str]:
+        path = self.directory / HEADS / f"{stream}.head"
+        try:
+            with open(path, "rb") as handle:
+                slots = _slots_read(handle.fileno(), self.public, stream, self._verified)
+        except FileNotFoundError:
+            return None, ""
+        heads = [head for _, head in slots if head is not None]
+        if not heads:
+            return None, f"the witnessed head of {stream} is unreadable or its signature fails"
+        return max(heads, key=lambda h: h.seq), ""
+
+    def _entries(self) -> _Parsed:
+        path = self.directory / ENTRIES
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return _Parsed(0, 0, [], GENESIS, "")
+        parsed = self._parsed
+        if parsed is None or parsed.inode != stat.st_ino or stat.st_size < parsed.offset:
+            parsed = _Parsed(stat.st_ino, 0, [], GENESIS, "")
+        if parsed.problem or stat.st_size == parsed.offset:
+            self._parsed = parsed
+            return parsed
+        with open(path, "rb") as handle:
+            handle.seek(parsed.offset)
+            tail = handle.read()
+        entries, prev, offset, problem = list(parsed.entries), parsed.prev, parsed.offset, ""
+        for raw in tail.splitlines(keepends=True):
+            if not raw.endswith(b"\n"):
+                break  # a line still being written
+            number = len(entries) + 1
+            try:
+                body = _signed(json.loads(raw), self.public)
+            except ValueError:
+                body = None
+            if body is None:
+                problem = f"entries: line {number} is not a statement signed by key {self.key_id}"
+                break
+            if body.get("n") != number or body.get("prev") != prev:
+                problem = (
+                    f"entries: line {number} is out of order (an entry before it was removed, "
+                    "inserted or moved)"
+                )
+                break
+            digest = hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
+            entries.append(Entry(number, str(body.get("kind")), str(body.get("at")), body, digest))
+            prev, offset = digest, offset + len(raw)
+        self._parsed = _Parsed(stat.st_ino, offset, entries, prev, problem)
+        return self._parsed
+
+    def read(self, streams: tuple[str, ...] | None = None) -> WitnessRead:
+        """The verified entries, and the heads of ``streams`` (every stream when None)."""
+        with self._lock:
+            parsed = self._entries()
+            result = WitnessRead(str(self.directory), self.key_id, list(parsed.entries))
+            if parsed.problem:
+                result.problems.append(parsed.problem)
+            names = tuple(sorted(self._stream_names())) if streams is None else streams
+            for stream in names:
+                head, problem = self._head_read(stream)
+                if head is not None:
+                    result.heads[stream] = head
+                if problem:
+                    result.problems.append(problem)
+        return result
+
+    def _stream_names(self) -> list[str]:
+        heads = self.directory / HEADS
+        if not heads.is_dir():
+            return []
+        return [p.stem for p in heads.glob("*.head")]
+
+
+# --- the configured witness -------------------------------------------------------------------
+
+_cache: dict[tuple[str, str, str], Witness] = {}
+_cache_lock = threading.Lock()
+
+
+def witness_settings() -> tuple[str, str, str]:
+    return (
+        str(getattr(settings, "WITNESS_DIR", "") or ""),
+        str(getattr(settings, "WITNESS_KEY_FILE", "") or ""),
+        str(getattr(settings, "WITNESS_PUBLIC_KEY_FILE", "") or ""),
+    )
+
+
+def witness() -> Witness | None:
+    """The configured witness, or None when none is (``WITNESS_DIR`` empty): verifiers then
+    say "unanchored". The signing key is made on first use when ``WITNESS_KEY_FILE`` names a
+    file that does not exist yet and no public key file is configured."""
+    configured = witness_settings()
+    directory, private_file, public_file = configured
+    if not directory:
+        return None
+    with _cache_lock:
+        found = _cache.get(configured)
+        if found is not None:
+            return found
+        signer = None
+        if private_file:
+            private_path = Path(private_file)
+            if not private_path.exists() and not public_file:
+                _private_make(private_path)
+            if private_path.exists():
+                signer = _load_private(private_path)
+        if public_file:
+            public = _load_public(Path(public_file))
+            if signer is not None and key_id(signer.public_key()) != key_id(public):
+                raise ApplicationError(
+                    "WITNESS_PUBLIC_KEY_FILE: it is not the public half of WITNESS_KEY_FILE"
+                )
+        elif signer is not None:
+            public = signer.public_key()
+        else:
+            raise ApplicationError(
+                "WITNESS_DIR is set but neither WITNESS_KEY_FILE nor WITNESS_PUBLIC_KEY_FILE "
+                "names a key"
+            )
+        found = Witness(Path(directory), public, signer)
+        _cache[configured] = found
+        return found
+
+
+def witness_head_advance(stream: str, seq: int, digest: str, **details: Any) -> None:
+    """After a commit that moved a chain: witnesses its new head. Never raises: the write it
+    follows is committed and acknowledged; a witness that cannot be written is logged (the
+    verifiers then see the records after the last witnessed head as not yet witnessed)."""
+    try:
+        found = witness()
+        if found is not None and found.signer is not None:
+            found.head_advance(stream, seq, digest, **details)
+    except Exception:
+        log.exception("witness: could not witness the head of %s at %s", stream, seq)

@@ -1,0 +1,178 @@
+"""The witness outside the database: files only its owner reads, statements only its key
+signs, heads that only move forward, maintenance that needs its key and leaves its mark, a
+verifier that needs only the public key."""
+
+from __future__ import annotations
+
+import json
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import time_machine
+
+from audit_app.models import AuditMaintenanceGrant, audit_maintenance
+from audit_app.selectors import injection_log_verify
+from audit_app.services import audit_checkpoint_create, audit_log_purge, delivered_text_erase
+from memoryproject.errors import ApplicationError
+from memoryproject.witness import LOG_STREAM, public_key_pem, witness
+from tests.audit_app import log_tampering as tamper
+from tests.audit_app.log_tampering import run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def entries(directory: str) -> list[dict]:
+    lines = (Path(directory) / "entries.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_each_commit_moves_the_witnessed_head_and_files_are_the_owners_only(
+    default_project, settings
+):
+    records = tamper.build_log(default_project, 3)
+    audit_checkpoint_create()
+    read = witness().read()
+    head = read.heads[LOG_STREAM]
+    assert (head.seq, head.hash) == (3, records[-1].record_hash)
+    directory = Path(settings.WITNESS_DIR)
+    assert mode(directory) == 0o700
+    assert mode(directory / "entries.jsonl") == 0o600
+    assert mode(directory / "heads" / f"{LOG_STREAM}.head") == 0o600
+    assert mode(Path(settings.WITNESS_KEY_FILE)) == 0o600
+    assert [e["body"]["kind"] for e in entries(settings.WITNESS_DIR)] == ["checkpoint"]
+
+
+def test_a_head_never_moves_back(default_project):
+    tamper.build_log(default_project, 2)
+    found = witness()
+    assert found.head_advance(LOG_STREAM, 1, "0" * 64) is False
+    assert found.read().heads[LOG_STREAM].seq == 2
+
+
+@pytest.mark.parametrize("damage", ["edit", "remove", "reorder"])
+def test_a_witness_file_edited_by_hand_is_named_and_nothing_verifies(
+    default_project, settings, damage
+):
+    tamper.build_log(default_project, 2)
+    audit_checkpoint_create()
+    audit_checkpoint_create()
+    path = Path(settings.WITNESS_DIR) / "entries.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    if damage == "edit":
+        lines[0] = lines[0].replace('"seq":2', '"seq":1')
+    elif damage == "remove":
+        del lines[0]
+    else:
+        lines.reverse()
+    path.write_text("".join(lines))
+    witness()._parsed = None  # another process reading the file afresh
+    result = injection_log_verify()
+    assert result.ok is False
+    assert result.witness.state == "failed"
+    problem = result.witness.problems[0]
+    assert ("not a statement signed" in problem) or ("out of order" in problem)
+    code, out, _ = run("witness", "--json")
+    assert code == 1 and json.loads(out)["ok"] is False
+
+
+def test_a_forged_head_file_is_refused(default_project, settings):
+    tamper.build_log(default_project, 2)
+    head = Path(settings.WITNESS_DIR) / "heads" / f"{LOG_STREAM}.head"
+    raw = head.read_bytes()
+    # A slot that claims more than was signed is ignored: the head stays the signed one.
+    head.write_bytes(raw.replace(b'"seq": 2', b'"seq": 7'))
+    assert witness().read().heads[LOG_STREAM].seq == 1
+    # Both slots forged: nothing there is signed, and nothing verifies.
+    head.write_bytes(raw.replace(b'"seq": 2', b'"seq": 7').replace(b'"seq": 1', b'"seq": 8'))
+    result = injection_log_verify()
+    assert result.ok is False
+    assert "signature fails" in result.witness.problems[0]
+
+
+def test_maintenance_needs_the_signing_key(default_project, settings, tmp_path):
+    tamper.build_log(default_project, 1)
+    public = tmp_path / "witness.pub"
+    public.write_bytes(public_key_pem(witness().public))
+    settings.WITNESS_KEY_FILE = str(tmp_path / "absent.key")
+    settings.WITNESS_PUBLIC_KEY_FILE = str(public)
+    with (
+        pytest.raises(ApplicationError, match="needs the witness signing key"),
+        audit_maintenance(purpose="edit by hand"),
+    ):
+        pass
+    assert not AuditMaintenanceGrant.objects.exists()
+    # A verify-only host still verifies.
+    assert injection_log_verify().ok is True
+
+
+def test_a_verifier_needs_only_the_public_key(default_project, settings, tmp_path):
+    tamper.build_log(default_project, 2)
+    path = tmp_path / "checkpoint.json"
+    audit_checkpoint_create(out=path)
+    code, out, _ = run("witness", "--public-key")
+    assert code == 0 and out.startswith("-----BEGIN PUBLIC KEY-----")
+    public = tmp_path / "witness.pub"
+    public.write_text(out)
+    settings.WITNESS_KEY_FILE = ""
+    settings.WITNESS_PUBLIC_KEY_FILE = str(public)
+    code, out, _ = run("injection_log_verify", "--checkpoint", str(path), "--json")
+    assert code == 0, out
+    assert json.loads(out)["witness"]["state"] == "verified"
+
+
+def test_another_key_signs_nothing_the_verifier_accepts(default_project, settings, tmp_path):
+    tamper.build_log(default_project, 2)
+    settings.WITNESS_KEY_FILE = str(tmp_path / "another.key")  # made on first use
+    result = injection_log_verify()
+    assert result.ok is False
+    assert "not a statement signed" in result.witness.problems[0] or (
+        "signature fails" in result.witness.problems[0]
+    )
+
+
+def test_every_maintenance_is_granted_then_checkpointed(default_project, settings):
+    records = tamper.build_log(default_project, 2)
+    assert delivered_text_erase(sha256=records[0].prompt_sha256, reason="subject request")
+    kinds = [
+        (e["body"]["kind"], e["body"].get("purpose") or e["body"].get("reason"))
+        for e in entries(settings.WITNESS_DIR)
+    ]
+    assert kinds == [("maintenance", "erasure"), ("checkpoint", "erasure")]
+    grant = AuditMaintenanceGrant.objects.get()
+    assert grant.purpose == "erasure" and grant.witness_n == 1
+    assert injection_log_verify().ok is True
+
+
+def test_a_purge_is_witnessed_and_the_log_still_verifies(default_project, settings):
+    now = datetime(2027, 6, 1, 12, 0, tzinfo=UTC)
+    with time_machine.travel(now - timedelta(days=400), tick=False):
+        tamper.build_log(default_project, 3)
+        audit_checkpoint_create()
+    with time_machine.travel(now - timedelta(days=1), tick=False):
+        tamper.append(default_project, 4)
+    with time_machine.travel(now, tick=False):
+        result = audit_log_purge(before=now - timedelta(days=200))
+        assert result.records == 3
+        verification = injection_log_verify()
+    assert verification.ok is True, verification.witness
+    purposes = [e["body"].get("purpose") for e in entries(settings.WITNESS_DIR)]
+    assert "purge" in purposes
+    last = entries(settings.WITNESS_DIR)[-1]["body"]
+    assert last["kind"] == "checkpoint" and last["reason"] == "purge"
+    assert last["anchor"]["seq"] == 3
+
+
+def test_without_a_witness_the_log_is_unanchored_not_green(default_project, settings):
+    tamper.build_log(default_project, 2)
+    settings.WITNESS_DIR = ""
+    result = injection_log_verify()
+    assert result.ok is False and result.first_broken is None
+    assert result.witness.state == "unanchored"
+    code, out, _ = run("injection_log_verify")
+    assert code == 1 and "unanchored" in out.lower()
