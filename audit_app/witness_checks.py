@@ -30,7 +30,7 @@ from memoryproject.timeutil import to_utc
 from memoryproject.witness import LOG_STREAM, WitnessRead, witness
 
 UNANCHORED = (
-    "no witness is configured (WITNESS_DIR is empty): nothing outside the database vouches for "
+    "no witness is configured (WITNESS_DIR=off): nothing outside the database vouches for "
     "this record"
 )
 

@@ -23,7 +23,7 @@ from memoryproject.models import Project
 from memoryproject.witness import graph_stream, witness
 
 UNANCHORED = (
-    "no witness is configured (WITNESS_DIR is empty): nothing outside the database vouches for "
+    "no witness is configured (WITNESS_DIR=off): nothing outside the database vouches for "
     "this graph"
 )
 

@@ -5,14 +5,15 @@ in it, checkpoint rows included. The witness holds the answer to that outside th
 an append-only store of statements signed with an Ed25519 key whose private half never enters
 the database. Verifiers need only the public half.
 
-The store is a directory (``WITNESS_DIR``, mode 0700, files 0600) with two parts:
+The store (memoryproject.witness_stores) is a directory (``WITNESS_DIR``, mode 0700, files
+0600) or a second database (``WITNESS_DATABASE_URL``), holding two parts:
 
-- ``entries.jsonl``: one signed statement per line, appended under a lock and fsynced:
+- the entries: one signed statement per line, appended under a lock every writer takes:
   checkpoints (the injection log's head and size, every project's graph head, size and Merkle
   root), maintenance grants (the only way the append-only tables open) and what a maintenance
   action changed. Each entry names the one before it (``prev``, the SHA-256 of its line) and
   is numbered (``n``), so a line removed or reordered is seen.
-- ``heads/<stream>.json``: the latest head of each chain, signed and replaced after every
+- the heads: the latest head of each chain, signed and replaced after every
   commit that moves it (the injection log's every receipt, each project's every graph write),
   only ever forward. A log cut short after the last checkpoint is seen against it.
 
@@ -27,14 +28,12 @@ witness too; keep a copy of the public key elsewhere and the directory on other 
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,12 +49,13 @@ from django.conf import settings
 
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import iso, utcnow
+from memoryproject.witness_stores import DatabaseStore, DirectoryStore, private_dir
+
+Store = DirectoryStore | DatabaseStore
 
 log = logging.getLogger(__name__)
 
 GENESIS = "0" * 64
-ENTRIES = "entries.jsonl"
-HEADS = "heads"
 #: The stream the injection log's head is witnessed under; a project's graph is
 #: ``graph_stream(pk)``.
 LOG_STREAM = "log"
@@ -77,23 +77,6 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Written whole (temporary name, renamed into place), readable by the owner only."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 # --- keys -------------------------------------------------------------------------------------
 
 
@@ -110,18 +93,26 @@ def public_key_pem(public: Ed25519PublicKey) -> bytes:
 
 
 def _private_make(path: Path) -> None:
-    """A new signing key at ``path`` (0600), unless one is there (another process may have
-    made it this very moment: O_EXCL decides)."""
-    _private_dir(path.parent)
+    """A new signing key at ``path`` (0600), unless one is there. Written whole under a
+    temporary name and linked into place: another process making it this very moment either
+    wins (its key stands, ours is dropped) or finds the whole key, never an empty file."""
+    private_dir(path.parent)
     pem = Ed25519PrivateKey.generate().private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pem)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return
+    finally:
+        temporary.unlink(missing_ok=True)
     log.warning("witness: a new signing key was made at %s (keep its public half apart)", path)
 
 
@@ -186,10 +177,9 @@ class WitnessRead:
 
 @dataclass
 class _Parsed:
-    """A prefix of entries.jsonl already verified in this process."""
+    """The entries already verified in this process (``cursor``: where the store left off)."""
 
-    inode: int
-    offset: int
+    cursor: Any
     entries: list[Entry]
     prev: str
     problem: str
@@ -206,84 +196,60 @@ def _signed(line: Mapping[str, Any], public: Ed25519PublicKey) -> dict[str, Any]
     return body
 
 
-#: Bytes of one slot of a head file (two slots per file).
-_SLOT = 1024
-
-
-def _slots_read(
-    fd: int, public: Ed25519PublicKey, stream: str, verified: dict[bytes, dict[str, Any] | None]
-) -> list[tuple[int, Head | None]]:
-    """Both slots of a head file: (slot, its head, or None when empty, torn or not signed).
-    ``verified``: slots already checked under this key, by their bytes (a head file is read
-    on every verification and every commit)."""
-    raw = os.pread(fd, 2 * _SLOT, 0)
-    found: list[tuple[int, Head | None]] = []
-    for slot in (0, 1):
-        chunk = raw[slot * _SLOT : (slot + 1) * _SLOT].strip()
-        head = None
-        if chunk:
-            if chunk not in verified:
-                if len(verified) > 4096:
-                    verified.clear()
-                try:
-                    verified[chunk] = _signed(json.loads(chunk), public)
-                except ValueError:
-                    verified[chunk] = None
-            body = verified[chunk]
-            if body is not None and body.get("stream") == stream:
-                head = Head(stream, int(body["seq"]), str(body["hash"]), str(body["at"]), body)
-        found.append((slot, head))
-    return found
+def _head_of(
+    line: bytes, public: Ed25519PublicKey, stream: str, verified: dict[bytes, dict[str, Any] | None]
+) -> Head | None:
+    """The head a stored line states, or None when empty, torn or not signed. ``verified``:
+    lines already checked under this key, by their bytes (heads are read on every commit)."""
+    if not line:
+        return None
+    if line not in verified:
+        if len(verified) > 4096:
+            verified.clear()
+        try:
+            verified[line] = _signed(json.loads(line), public)
+        except ValueError:
+            verified[line] = None
+    body = verified[line]
+    if body is None or body.get("stream") != stream:
+        return None
+    return Head(stream, int(body["seq"]), str(body["hash"]), str(body["at"]), body)
 
 
 class Witness:
     """One witness store and its keys (``signer`` None: verify-only)."""
 
     def __init__(
-        self, directory: Path, public: Ed25519PublicKey, signer: Ed25519PrivateKey | None
+        self, store: Store, public: Ed25519PublicKey, signer: Ed25519PrivateKey | None
     ) -> None:
-        self.directory = directory
+        self.store = store
         self.public = public
         self.signer = signer
         self.key_id = key_id(public)
         self._lock = threading.RLock()
         self._parsed: _Parsed | None = None
-        self._head_fds: dict[tuple[int, str], int] = {}
         self._verified: dict[bytes, dict[str, Any] | None] = {}
 
     # --- writing ------------------------------------------------------------------------------
 
-    def _sign(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def _sign(self, body: Mapping[str, Any]) -> bytes:
         if self.signer is None:
             raise ApplicationError(
                 "WITNESS_KEY_FILE: no signing key here (a verify-only witness): maintenance and "
                 "checkpoints need the private key"
             )
         signature = self.signer.sign(_canonical(body))
-        return {"body": dict(body), "sig": _b64(signature), "key": self.key_id}
-
-    @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
-        _private_dir(self.directory)
-        fd = os.open(self.directory / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            with self._lock:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+        signed = {"body": dict(body), "sig": _b64(signature), "key": self.key_id}
+        return json.dumps(signed, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
     def append(self, kind: str, details: Mapping[str, Any]) -> Entry:
-        """Appends one signed entry (fsynced before it answers)."""
-        with self._locked(".entries.lock"):
-            read = self.read()
-            if read.problems and any(p.startswith("entries") for p in read.problems):
+        """Appends one signed entry (durable before it answers)."""
+        with self._lock, self.store.entries_locked():
+            read = self.read(streams=())
+            if read.problems:
                 raise ApplicationError(
-                    f"witness: {self.directory / ENTRIES} is damaged ({read.problems[0]}); "
-                    "nothing more is appended to it"
+                    f"witness: {self.store.label} is damaged ({read.problems[0]}); nothing more "
+                    "is appended to it"
                 )
             last = read.entries[-1] if read.entries else None
             body = {
@@ -293,89 +259,51 @@ class Witness:
                 "prev": last.digest if last else GENESIS,
                 "at": iso(utcnow()),
             }
-            line = json.dumps(self._sign(body), sort_keys=True, separators=(",", ":")) + "\n"
-            path = self.directory / ENTRIES
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, line.encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            digest = hashlib.sha256(line.rstrip("\n").encode("utf-8")).hexdigest()
-            return Entry(body["n"], kind, body["at"], body, digest)
-
-    def _head_fd(self, stream: str) -> int:
-        """This process's descriptor of the stream's head file (kept open: a head moves on
-        every commit; it is also the lock its writers take)."""
-        key = (os.getpid(), stream)
-        fd = self._head_fds.get(key)
-        if fd is None:
-            heads = self.directory / HEADS
-            _private_dir(heads)
-            fd = os.open(heads / f"{stream}.head", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            self._head_fds[key] = fd
-        return fd
+            line = self._sign(body)
+            self.store.entry_write(body["n"], line)
+            return Entry(body["n"], kind, body["at"], body, hashlib.sha256(line).hexdigest())
 
     def head_advance(self, stream: str, seq: int, digest: str, **details: Any) -> bool:
         """Witnesses that ``stream`` reached ``seq`` with hash ``digest``; only ever forward (a
-        later writer's head already witnessed stays). Answers whether it moved.
-
-        The head file holds two slots written in turn in place (the one not holding the
-        newest head), so a write torn by a crash leaves the previous head readable; a rename
-        per commit would cost a hundred times more."""
-        with self._lock:
-            fd = self._head_fd(stream)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                slots = _slots_read(fd, self.public, stream, self._verified)
-                current = max(slots, key=lambda h: h[1].seq if h[1] else -1)
-                if current[1] is not None and current[1].seq >= seq:
-                    return False
-                body = {**details, "stream": stream, "seq": int(seq), "hash": digest}
-                body["at"] = iso(utcnow())
-                line = json.dumps(self._sign(body), sort_keys=True).encode("utf-8")
-                if len(line) >= _SLOT:
-                    raise ApplicationError(f"witness: a head of {stream} is too long to keep")
-                slot = 1 - current[0] if current[1] is not None else 0
-                os.pwrite(fd, line.ljust(_SLOT - 1) + b"\n", slot * _SLOT)
-                self._verified[line] = body  # signed here: no need to check it when read back
-                return True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+        later writer's head already witnessed stays). Answers whether it moved."""
+        with self._lock, self.store.head_locked(stream):
+            heads = [
+                _head_of(line, self.public, stream, self._verified)
+                for line in self.store.head_lines(stream)
+            ]
+            held = [(head.seq, index) for index, head in enumerate(heads) if head is not None]
+            newest = max(held) if held else None
+            if newest is not None and newest[0] >= seq:
+                return False
+            body = {**details, "stream": stream, "seq": int(seq), "hash": digest}
+            body["at"] = iso(utcnow())
+            line = self._sign(body)
+            self.store.head_write(stream, line, newest[1] if newest else None)
+            self._verified[line] = body  # signed here: no need to check it when read back
+            return True
 
     # --- reading ------------------------------------------------------------------------------
 
     def _head_read(self, stream: str) -> tuple[Head | None, str]:
-        path = self.directory / HEADS / f"{stream}.head"
-        try:
-            with open(path, "rb") as handle:
-                slots = _slots_read(handle.fileno(), self.public, stream, self._verified)
-        except FileNotFoundError:
+        lines = self.store.head_lines(stream)
+        if not lines:
             return None, ""
-        heads = [head for _, head in slots if head is not None]
-        if not heads:
+        heads = [_head_of(line, self.public, stream, self._verified) for line in lines]
+        found = [head for head in heads if head is not None]
+        if not found:
             return None, f"the witnessed head of {stream} is unreadable or its signature fails"
-        return max(heads, key=lambda h: h.seq), ""
+        return max(found, key=lambda h: h.seq), ""
 
     def _entries(self) -> _Parsed:
-        path = self.directory / ENTRIES
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            return _Parsed(0, 0, [], GENESIS, "")
         parsed = self._parsed
-        if parsed is None or parsed.inode != stat.st_ino or stat.st_size < parsed.offset:
-            parsed = _Parsed(stat.st_ino, 0, [], GENESIS, "")
-        if parsed.problem or stat.st_size == parsed.offset:
-            self._parsed = parsed
-            return parsed
-        with open(path, "rb") as handle:
-            handle.seek(parsed.offset)
-            tail = handle.read()
-        entries, prev, offset, problem = list(parsed.entries), parsed.prev, parsed.offset, ""
-        for raw in tail.splitlines(keepends=True):
-            if not raw.endswith(b"\n"):
-                break  # a line still being written
+        cursor, lines, reset = self.store.entries_read(parsed.cursor if parsed else None)
+        if parsed is None or reset:
+            parsed = _Parsed(None, [], GENESIS, "")
+        if parsed.problem or not lines:
+            self._parsed = _Parsed(cursor, parsed.entries, parsed.prev, parsed.problem)
+            return self._parsed
+        entries, prev, problem = list(parsed.entries), parsed.prev, ""
+        for raw in lines:
             number = len(entries) + 1
             try:
                 body = _signed(json.loads(raw), self.public)
@@ -390,20 +318,20 @@ class Witness:
                     "inserted or moved)"
                 )
                 break
-            digest = hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
+            digest = hashlib.sha256(raw).hexdigest()
             entries.append(Entry(number, str(body.get("kind")), str(body.get("at")), body, digest))
-            prev, offset = digest, offset + len(raw)
-        self._parsed = _Parsed(stat.st_ino, offset, entries, prev, problem)
+            prev = digest
+        self._parsed = _Parsed(cursor, entries, prev, problem)
         return self._parsed
 
     def read(self, streams: tuple[str, ...] | None = None) -> WitnessRead:
         """The verified entries, and the heads of ``streams`` (every stream when None)."""
         with self._lock:
             parsed = self._entries()
-            result = WitnessRead(str(self.directory), self.key_id, list(parsed.entries))
+            result = WitnessRead(self.store.label, self.key_id, list(parsed.entries))
             if parsed.problem:
                 result.problems.append(parsed.problem)
-            names = tuple(sorted(self._stream_names())) if streams is None else streams
+            names = tuple(sorted(self.store.streams())) if streams is None else streams
             for stream in names:
                 head, problem = self._head_read(stream)
                 if head is not None:
@@ -412,34 +340,48 @@ class Witness:
                     result.problems.append(problem)
         return result
 
-    def _stream_names(self) -> list[str]:
-        heads = self.directory / HEADS
-        if not heads.is_dir():
-            return []
-        return [p.stem for p in heads.glob("*.head")]
-
 
 # --- the configured witness -------------------------------------------------------------------
 
-_cache: dict[tuple[str, str, str], Witness] = {}
+_cache: dict[tuple[str, str, str, str], Witness] = {}
 _cache_lock = threading.Lock()
 
 
-def witness_settings() -> tuple[str, str, str]:
+def witness_settings() -> tuple[str, str, str, str]:
     return (
         str(getattr(settings, "WITNESS_DIR", "") or ""),
         str(getattr(settings, "WITNESS_KEY_FILE", "") or ""),
         str(getattr(settings, "WITNESS_PUBLIC_KEY_FILE", "") or ""),
+        str(getattr(settings, "WITNESS_DATABASE_URL", "") or ""),
     )
 
 
+def _store(directory: str, database_url: str) -> Store:
+    if not database_url:
+        return DirectoryStore(Path(directory))
+    own = settings.DATABASES["default"]
+    try:
+        store = DatabaseStore(database_url)
+    except ValueError as exc:
+        raise ApplicationError(f"WITNESS_DATABASE_URL: {exc}") from None
+    theirs = store.config
+    if (theirs.get("NAME"), theirs.get("HOST") or "") == (own.get("NAME"), own.get("HOST") or ""):
+        raise ApplicationError(
+            "WITNESS_DATABASE_URL names the service's own database: a witness there is no "
+            "witness (use another database, with credentials the service's does not hold)"
+        )
+    return store
+
+
 def witness() -> Witness | None:
-    """The configured witness, or None when none is (``WITNESS_DIR`` empty): verifiers then
-    say "unanchored". The signing key is made on first use when ``WITNESS_KEY_FILE`` names a
-    file that does not exist yet and no public key file is configured."""
+    """The configured witness, or None when none is (``WITNESS_DIR`` and
+    ``WITNESS_DATABASE_URL`` empty): verifiers then say "unanchored". The store is the second
+    database when ``WITNESS_DATABASE_URL`` is set, else the directory. The signing key is made
+    on first use when ``WITNESS_KEY_FILE`` names a file that does not exist yet and no public
+    key file is configured."""
     configured = witness_settings()
-    directory, private_file, public_file = configured
-    if not directory:
+    directory, private_file, public_file, database_url = configured
+    if not directory and not database_url:
         return None
     with _cache_lock:
         found = _cache.get(configured)
@@ -465,7 +407,7 @@ def witness() -> Witness | None:
                 "WITNESS_DIR is set but neither WITNESS_KEY_FILE nor WITNESS_PUBLIC_KEY_FILE "
                 "names a key"
             )
-        found = Witness(Path(directory), public, signer)
+        found = Witness(_store(directory, database_url), public, signer)
         _cache[configured] = found
         return found
 

@@ -71,7 +71,7 @@ def test_a_witness_file_edited_by_hand_is_named_and_nothing_verifies(
     else:
         lines.reverse()
     path.write_text("".join(lines))
-    witness()._parsed = None  # another process reading the file afresh
+    witness()._parsed = None  # another process reading the store afresh
     result = injection_log_verify()
     assert result.ok is False
     assert result.witness.state == "failed"
@@ -86,10 +86,10 @@ def test_a_forged_head_file_is_refused(default_project, settings):
     head = Path(settings.WITNESS_DIR) / "heads" / f"{LOG_STREAM}.head"
     raw = head.read_bytes()
     # A slot that claims more than was signed is ignored: the head stays the signed one.
-    head.write_bytes(raw.replace(b'"seq": 2', b'"seq": 7'))
+    head.write_bytes(raw.replace(b'"seq":2', b'"seq":7'))
     assert witness().read().heads[LOG_STREAM].seq == 1
     # Both slots forged: nothing there is signed, and nothing verifies.
-    head.write_bytes(raw.replace(b'"seq": 2', b'"seq": 7').replace(b'"seq": 1', b'"seq": 8'))
+    head.write_bytes(raw.replace(b'"seq":2', b'"seq":7').replace(b'"seq":1', b'"seq":8'))
     result = injection_log_verify()
     assert result.ok is False
     assert "signature fails" in result.witness.problems[0]

@@ -249,7 +249,7 @@ def test_mcp_server_killed_mid_stream_keeps_every_acknowledged_write(make_key, t
     )
     assert set(InjectionRecord.objects.values_list("id", flat=True)) >= ids["receipts"]
     chain = injection_log_verify()
-    assert chain.ok, chain.as_json()
+    assert chain.ok, (chain.witness, chain.warnings, chain.first_broken)
     seqs = sorted(InjectionRecord.objects.values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
     graph = integrity_verify(project=project)

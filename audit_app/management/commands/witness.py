@@ -32,7 +32,7 @@ class Command(BaseCommand):
         except ApplicationError as exc:
             refuse(self, exc.message, as_json=as_json)
         if found is None:
-            refuse(self, "no witness is configured (WITNESS_DIR is empty)", as_json=as_json)
+            refuse(self, "no witness is configured (WITNESS_DIR=off)", as_json=as_json)
         if options["public_key"]:
             self.stdout.write(public_key_pem(found.public).decode("ascii"), ending="")
             return
