@@ -29,11 +29,6 @@ from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import to_utc
 from memoryproject.witness import LOG_STREAM, WitnessRead, witness
 
-UNANCHORED = (
-    "no witness is configured (WITNESS_DIR=off): nothing outside the database vouches for "
-    "this record"
-)
-
 
 def body_sha256(body: Any) -> str:
     """How the witness names a checkpoint row's body: the SHA-256 of its RFC 8785 JSON."""
@@ -185,7 +180,7 @@ def log_witness_check(head: ChainPoint | None, anchor: ChainAnchor) -> WitnessCh
     except ApplicationError as exc:
         return WitnessCheck(state="failed", problems=[exc.message])
     if found is None:
-        return WitnessCheck(state="unanchored", problems=[UNANCHORED])
+        return WitnessCheck.unanchored("this record")
     read = found.read(streams=(LOG_STREAM,))
     problems = list(read.problems)
     points = _points(read)
@@ -199,13 +194,9 @@ def log_witness_check(head: ChainPoint | None, anchor: ChainAnchor) -> WitnessCh
         problems.append(problem)
     problems += _checkpoint_problems(read)
     problems += _grant_problems(read)
-    head_seq = head.seq if head is not None else 0
-    return WitnessCheck(
-        state="failed" if problems else "verified",
-        problems=problems,
-        witnessed_seq=newest.seq if newest else None,
-        witnessed_at=newest.at if newest else None,
-        since=newest.label if newest else None,
-        unwitnessed=max(0, head_seq - (newest.seq if newest else 0)),
+    return WitnessCheck.held(
+        problems,
+        newest=(newest.seq, newest.at, newest.label) if newest else None,
+        current=head.seq if head is not None else 0,
         key_id=read.key_id,
     )

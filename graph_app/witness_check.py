@@ -22,11 +22,6 @@ from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from memoryproject.witness import graph_stream, witness
 
-UNANCHORED = (
-    "no witness is configured (WITNESS_DIR=off): nothing outside the database vouches for "
-    "this graph"
-)
-
 
 @dataclass(frozen=True)
 class _Point:
@@ -64,7 +59,7 @@ def graph_witness_check(project: Project, result: IntegrityResult) -> WitnessChe
     """The project's graph, as ``result`` found it, held to the witness."""
     try:
         if witness() is None:
-            return WitnessCheck(state="unanchored", problems=[UNANCHORED])
+            return WitnessCheck.unanchored("this graph")
         points, problems, key = _points(project, graph_stream(project.pk))
     except ApplicationError as exc:
         return WitnessCheck(state="failed", problems=[exc.message])
@@ -89,13 +84,10 @@ def graph_witness_check(project: Project, result: IntegrityResult) -> WitnessChe
         problems.append(
             f"the Merkle root differs from the one witnessed at size {size} ({roots[-1].label})"
         )
-    return WitnessCheck(
-        state="failed" if problems else "verified",
-        problems=problems,
-        witnessed_seq=newest.size if newest else None,
-        witnessed_at=newest.at if newest else None,
-        since=newest.label if newest else None,
-        unwitnessed=max(0, size - (newest.size if newest else 0)),
+    return WitnessCheck.held(
+        problems,
+        newest=(newest.size, newest.at, newest.label) if newest else None,
+        current=size,
         key_id=key,
     )
 

@@ -411,3 +411,35 @@ class WitnessCheck(Output):
         "witnessed after each commit, a checkpoint by cron and after maintenance).",
     )
     key_id: str | None = Field(default=None, description="The witness public key's id.")
+
+    @classmethod
+    def unanchored(cls, what: str) -> WitnessCheck:
+        return cls(
+            state="unanchored",
+            problems=[
+                "no witness is configured (WITNESS_DIR=off): nothing outside the database "
+                f"vouches for {what}"
+            ],
+        )
+
+    @classmethod
+    def held(
+        cls,
+        problems: list[str],
+        *,
+        newest: tuple[int, str, str] | None,
+        current: int,
+        key_id: str,
+    ) -> WitnessCheck:
+        """The verdict: ``newest`` is the newest witnessed point (position, time, label),
+        ``current`` the database's position now."""
+        seq, at, label = newest if newest is not None else (None, None, None)
+        return cls(
+            state="failed" if problems else "verified",
+            problems=problems,
+            witnessed_seq=seq,
+            witnessed_at=at,
+            since=label,
+            unwitnessed=max(0, current - (seq or 0)),
+            key_id=key_id,
+        )
