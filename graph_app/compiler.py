@@ -28,11 +28,10 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from functools import lru_cache
 from sys import intern
-from typing import Any, Literal
+from typing import Any
 
 from django.conf import settings
 
@@ -50,6 +49,7 @@ from graph_app.contracts.compile import (
 )
 from graph_app.contracts.graph import FactOut
 from graph_app.domain.hashing import leaf_hash, merkle_root_of_leaf_hashes, sha256_hex
+from graph_app.domain.index_items import FACT_LINE_FIELDS, IndexItem
 from graph_app.domain.packing import Packed, PackItem, pack
 from graph_app.domain.profiles import PROFILES, Profile, salience
 from graph_app.domain.proofs import audit_path, record_times, root_sign, tree_levels
@@ -111,35 +111,6 @@ _END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 # --- documents --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Item:
-    """What the compiler needs to render and report one document."""
-
-    kind: Literal["fact", "episode"]
-    id: str
-    citation: str
-    line: str
-    keep: int
-    section: str
-    order: tuple
-    # facts only: the values of ``FACT_LINE_FIELDS``, to re-render as known at an earlier
-    # transaction time
-    fact_fields: tuple = ()
-    # episodes only: the user's own id, which the citation uses when it is citable
-    external_id: str | None = None
-    # tokens of ``line``, counted once when the document is indexed
-    line_tokens: int = -1
-    # the source's content hash (a fact's as known, in a replay), which receipts record
-    sha256: str = ""
-
-    def __reduce__(self) -> tuple[type[_Item], tuple[object, ...]]:
-        # Pickled (index snapshots) as its constructor's arguments, like ``MemoryDoc``.
-        return _Item, tuple(getattr(self, name) for name in _ITEM_FIELDS)
-
-
-_ITEM_FIELDS = tuple(f.name for f in dataclass_fields(_Item))
-
-
 def _ts(value: datetime | None, default: float = INF) -> float:
     return value.timestamp() if value is not None else default
 
@@ -153,20 +124,6 @@ def _fact_status(row: dict[str, Any]) -> str:
         superseded=row["superseded_by_id"] is not None,
         at=_END_OF_TIME,
     )
-
-
-#: The arguments of ``fact_line``, in the order ``_Item.fact_fields`` keeps their values.
-FACT_LINE_FIELDS = (
-    "fact_id",
-    "subject",
-    "predicate",
-    "object_value",
-    "valid_from",
-    "valid_until",
-    "status",
-    "source_episode",
-    "sha256",
-)
 
 
 def _terms_of(text: str) -> tuple[str, ...]:
@@ -202,7 +159,7 @@ def _fact_doc(row: dict[str, Any]) -> MemoryDoc:
         object_value=row["object_value"],
         source_title=row["source_episode__title"] or "",
     )
-    item = _Item(
+    item = IndexItem(
         kind="fact",
         id=row["id"],
         citation=fact_citation(row["id"]),
@@ -279,7 +236,7 @@ def _episode_doc(row: dict[str, Any]) -> MemoryDoc:
     )
     stream, position = _stream_of(row["metadata"])
     stream = _interned(stream)
-    item = _Item(
+    item = IndexItem(
         kind="episode",
         id=row["id"],
         citation=episode_citation(row["id"], row["category"], row["external_id"]),
@@ -369,27 +326,24 @@ class _ProjectIndex:
         snapshot = snapshot_read(project.pk)
         if snapshot is None or not graph_head_reached(project=project, head=snapshot.head):
             return
-        index, max_recorded = snapshot.state
-        if isinstance(index, MemoryIndex) and isinstance(max_recorded, float):
-            self.index, self.max_recorded = index, max_recorded
-            self.revision = self.restored = snapshot.head.revision
-            self.head = snapshot.head
-            _settle()
-            log.info(
-                "compiler index of project %s loaded from its snapshot (revision %d) in process %d",
-                project.slug,
-                self.revision,
-                os.getpid(),
-            )
+        self.index, self.max_recorded = snapshot.index, snapshot.max_recorded
+        self.revision = self.restored = snapshot.head.revision
+        self.head = snapshot.head
+        _settle()
+        log.info(
+            "compiler index of project %s loaded from its snapshot (revision %d) in process %d",
+            project.slug,
+            self.revision,
+            os.getpid(),
+        )
 
     def _save(self, project: Project) -> None:
         head = graph_head_current(project=project)
         # Saved only as of a revision the index has reached, with that revision's log head.
-        state = (self.index, self.max_recorded)
         if (
             head.revision == self.revision
             and head.changes > 0
-            and snapshot_write(project.pk, head, state)
+            and snapshot_write(project.pk, head, self.index, self.max_recorded)
         ):
             self.rows_unsaved = 0
         _settle()
@@ -483,7 +437,7 @@ def _warm_preview(body: str) -> None:
         _count(" " + part)
 
 
-def _line_as_known(item: _Item, known: FactOut | None) -> _Item:
+def _line_as_known(item: IndexItem, known: FactOut | None) -> IndexItem:
     """A fact's line as it read at an earlier transaction time (closure not yet known)."""
     if item.kind != "fact" or known is None:
         return item
@@ -502,7 +456,7 @@ class _Ranked:
 
     revision: int
     ranking: Ranking
-    payloads: dict[str, _Item]
+    payloads: dict[str, IndexItem]
     # the query terms' smoothed IDF, which picks an episode's best-matching sentences
     weights: dict[str, float]
     # time travel without history: each fact as it was known then, by document key
@@ -585,19 +539,19 @@ def context_cited(*, project: Project, query: str, max_tokens: int, profile: Pro
     return [ranked.payloads[p.key].id for p in pack_ranked(ranked, max_tokens).items]
 
 
-def _payload(doc: MemoryDoc) -> _Item:
+def _payload(doc: MemoryDoc) -> IndexItem:
     item = doc.payload
-    assert isinstance(item, _Item)
+    assert isinstance(item, IndexItem)
     return item
 
 
-def _delivered_sha(ranked: _Ranked, key: str, item: _Item) -> str:
+def _delivered_sha(ranked: _Ranked, key: str, item: IndexItem) -> str:
     """The content hash of the source as delivered: in a replay, a fact's as then known."""
     known = ranked.views.get(key)
     return known.sha256 if known is not None else item.sha256
 
 
-def _line_in_conflict(item: _Item, finding: int) -> _Item:
+def _line_in_conflict(item: IndexItem, finding: int) -> IndexItem:
     """A fact's line marked, right after its citation, with the open finding that names it."""
     mark = f" [CONFLICT:#{finding}]"
     at = len(item.citation)

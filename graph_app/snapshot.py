@@ -1,9 +1,9 @@
 """Snapshots of the context compiler's per-project index on disk, so that a new process (a
 restarted server, a freshly forked worker) loads the index instead of rebuilding it.
 
-A snapshot is the pickled index state of one project with the head of the project's change
-log it was built at: the graph revision, the log's size and its last hash. It is served only
-when the database still holds that exact history:
+A snapshot holds one project's index as plain columns (``domain/index_columns.py``) with the
+head of the project's change log it was built at: the graph revision, the log's size and its
+last hash. It is served only when the database still holds that exact history:
 
 - same revision: the log's size and head hash must match;
 - newer revision: the log entry at the snapshot's size must carry the snapshot's head hash (the
@@ -13,35 +13,42 @@ when the database still holds that exact history:
   by an erasure) and the snapshot is ignored: the index is rebuilt from the rows.
 
 A snapshot is also tied to the code that built it (a fingerprint of the modules that shape the
-index) and signed with a key derived from ``SECRET_KEY`` (BLAKE2b): a file left by another
-version, truncated, corrupted or not written by this deployment is ignored, never loaded.
-Files are written to a temporary name and renamed into place, so readers see a whole snapshot
-or none. ``COMPILER_SNAPSHOT_DIR`` empty disables snapshots.
+index) and signed with a key derived from ``SECRET_KEY`` (HMAC-SHA256). The signature is checked
+before anything else in the file is read, and what is read is data only (a JSON header and
+numeric arrays, ``domain/snapshot_file.py``): a file left by another version, truncated,
+corrupted or not written by this deployment is ignored, and even one signed with a leaked key
+cannot make the process run code. Files are written owner-only to a temporary name and renamed
+into place, so readers see a whole snapshot or none. ``COMPILER_SNAPSHOT_DIR`` empty disables
+snapshots.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 import logging
 import os
-import pickle
 import sys
 import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 from django.conf import settings
 
+from graph_app.domain.index_columns import index_columns, index_restore
+from graph_app.domain.index_items import ITEM_COLUMNS
+from graph_app.domain.retrieval import MemoryIndex
+from graph_app.domain.snapshot_file import snapshot_file_read, snapshot_file_write
 from memoryproject.collector import collector_paused
+from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
 
-MAGIC = b"memoryproject-index-snapshot/1\n"
-DIGEST_BYTES = 32
+FORMAT = 2
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (
     "graph_app.compiler",
@@ -51,6 +58,9 @@ INDEX_MODULES = (
     "graph_app.domain.activation",
     "graph_app.domain.render",
     "graph_app.domain.profiles",
+    "graph_app.domain.index_columns",
+    "graph_app.domain.index_items",
+    "graph_app.domain.snapshot_file",
     "graph_app.snapshot",
     "memoryproject.domain.screening",
     "memoryproject.tokens",
@@ -69,7 +79,9 @@ class GraphHead:
 @dataclass(frozen=True)
 class Snapshot:
     head: GraphHead
-    state: Any
+    index: MemoryIndex
+    # the latest recording time of a document the index has seen (POSIX seconds)
+    max_recorded: float
 
 
 def snapshot_dir() -> Path | None:
@@ -95,35 +107,43 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _mac(payload: bytes | memoryview) -> bytes:
-    key = hashlib.sha256(f"compiler-snapshot:{settings.SECRET_KEY}".encode()).digest()
-    return hashlib.blake2b(payload, key=key, digest_size=DIGEST_BYTES).digest()
+def snapshot_key() -> bytes:
+    """The signing key, derived from ``SECRET_KEY`` for this one use."""
+    return hmac.digest(settings.SECRET_KEY.encode(), b"memoryproject compiler snapshot", "sha256")
 
 
-def snapshot_write(project_pk: int, head: GraphHead, state: Any) -> bool:
+def snapshot_write(
+    project_pk: int, head: GraphHead, index: MemoryIndex, max_recorded: float
+) -> bool:
     """Writes the snapshot of one project's index atomically; answers whether it was written
-    (an unwritable directory is logged, never raised: the compile that triggered it is served)."""
+    (an unwritable directory or an index that does not store is logged, never raised: the
+    compile that triggered it is served)."""
     path = snapshot_path(project_pk)
     if path is None:
         return False
     try:
-        payload = pickle.dumps(
-            (code_fingerprint(), int(project_pk), head, state), protocol=pickle.HIGHEST_PROTOCOL
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
+        meta, arrays = index_columns(index, ITEM_COLUMNS)
+        arrays["max_recorded"] = np.array([max_recorded], dtype=np.float64)
+        header = {
+            "format": FORMAT,
+            "code": code_fingerprint(),
+            "project": int(project_pk),
+            "head": [head.revision, head.changes, head.head_hash],
+            "index": meta,
+        }
+        # Owner only, whatever the process's umask: the index holds the memory's text.
+        path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(  # created 0600
             dir=path.parent, prefix=f".{path.name}.{threading.get_ident()}.", suffix=".tmp"
         )
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(MAGIC)
-                out.write(_mac(payload))
-                out.write(payload)
+                snapshot_file_write(out, header, arrays, key=snapshot_key())
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-    except (OSError, pickle.PicklingError, RecursionError) as exc:
+    except Exception as exc:  # an unwritable directory, a value the format cannot hold
         log.warning("compiler index snapshot of project %s not written: %s", project_pk, exc)
         return False
     return True
@@ -142,24 +162,33 @@ def snapshot_read(project_pk: int) -> Snapshot | None:
     except OSError as exc:
         log.warning("compiler index snapshot %s unreadable: %s", path.name, exc)
         return None
-    start = len(MAGIC) + DIGEST_BYTES
-    if not data.startswith(MAGIC) or len(data) <= start:
-        log.warning("compiler index snapshot %s ignored: not a snapshot", path.name)
+    try:
+        header, arrays = snapshot_file_read(data, key=snapshot_key())
+    except Exception as exc:  # SnapshotRefused, or anything a forged file could still cause
+        log.warning("compiler index snapshot %s ignored: %s", path.name, exc)
         return None
-    payload = memoryview(data)[start:]
-    if not hmac.compare_digest(data[len(MAGIC) : start], _mac(payload)):
-        log.warning("compiler index snapshot %s ignored: signature mismatch", path.name)
+    if (
+        header.get("format") != FORMAT
+        or header.get("code") != code_fingerprint()
+        or header.get("project") != project_pk
+    ):
+        log.info("compiler index snapshot %s ignored: built by other code", path.name)
         return None
     try:
-        with collector_paused():  # millions of small objects, scanned over and over otherwise
-            fingerprint, pk, head, state = pickle.loads(payload)
+        revision, changes, head_hash = header["head"]
+        head = GraphHead(revision=int(revision), changes=int(changes), head_hash=str(head_hash))
+        (max_recorded,) = arrays["max_recorded"].tolist()
+        # A million objects: the collector would scan them over and over while they are made.
+        with collector_paused():
+            index = index_restore(header["index"], arrays, ITEM_COLUMNS)
+            # Out of the collector's generations before it resumes, whose first collection
+            # would scan every object just made: they hold no cycles, and the compiler keeps
+            # the index for the life of the process (and settles it so anyway).
+            gc.freeze()
     except Exception as exc:  # a signed file that does not load: ignore it, never fail a compile
         log.warning("compiler index snapshot %s ignored: %s", path.name, exc)
         return None
-    if fingerprint != code_fingerprint() or pk != project_pk or not isinstance(head, GraphHead):
-        log.info("compiler index snapshot %s ignored: built by other code", path.name)
-        return None
-    return Snapshot(head=head, state=state)
+    return Snapshot(head=head, index=index, max_recorded=float(max_recorded))
 
 
 def snapshot_forget(project_pk: int) -> None:

@@ -28,6 +28,7 @@ from graph_app.models import GraphRevision
 from memoryproject import sql
 from memoryproject.dbconfig import is_sqlite_file
 from memoryproject.errors import ApplicationError
+from memoryproject.filemodes import private_file_create
 from memoryproject.models import Project
 
 
@@ -118,6 +119,9 @@ def database_backup(
         raise ApplicationError("database: a backup runs outside any transaction", field="database")
     connection.ensure_connection()
     partial.unlink(missing_ok=True)
+    # The copy holds the whole memory: created 0600 before SQLite opens it (an empty file is an
+    # empty database), whatever the process's umask; its journal takes the same mode.
+    private_file_create(partial)
     copy = sqlite3.connect(partial)
     try:
         # pages=-1: every page in one step, from one read snapshot of the source.

@@ -14,7 +14,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from memoryproject import __version__
 from memoryproject.dbconfig import database_config, database_label
+from memoryproject.filemodes import PRIVATE_DIR, umask_apply
 from memoryproject.proxies import proxy_networks
+
+# First, before anything creates a file: what the service creates is its owner's only (0600,
+# directories 0700; memoryproject/filemodes.py). MEMORY_UMASK=inherit keeps the process's umask.
+MEMORY_UMASK = umask_apply(os.environ.get("MEMORY_UMASK", ""))
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VERSION = __version__
@@ -55,7 +60,7 @@ def secret_key_from_file(path: Path) -> str:
     """The key stored in ``path``, made (random, readable by the owner only) on first use, so
     that every command of one installation signs with the same key without configuration."""
     with contextlib.suppress(OSError):  # os.open below names the problem
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -233,6 +238,8 @@ IMPORT_EXPORT_ESCAPE_FORMULAE_ON_EXPORT = False
 # (a larger one is refused with 413 before it is read).
 MEMORY_MAX_PAGE_SIZE = env_int("MAX_PAGE_SIZE", 200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 2_621_440)
+# The largest file import_memory reads (a larger one is refused before it is parsed).
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 52_428_800)
 
 # Product settings.
 MEMORY_DEFAULT_PROJECT = env.str("MEMORY_DEFAULT_PROJECT", default="default")
@@ -268,14 +275,22 @@ MEMORY_RELATIONAL_PREDICATES = env_list(
 AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 183)
 AUDIT_CHECKPOINT_KEY = env.str("AUDIT_CHECKPOINT_KEY", default="")
 # The witness: signed heads and checkpoints kept outside the database (memoryproject.witness).
-# One directory per database; empty turns it off, and every verifier then says "unanchored".
+# One directory per database; "off" turns it off, and every verifier then says "unanchored".
 # The Ed25519 signing key is made on first use in WITNESS_KEY_FILE (0600); a host that only
 # verifies sets WITNESS_PUBLIC_KEY_FILE (and no private key).
-WITNESS_DIR = env.str(
-    "WITNESS_DIR", default=str(BASE_DIR / "data" / "witness" / database_label(DATABASES["default"]))
+_witness_dir = env.str("WITNESS_DIR", default="").strip()
+WITNESS_DIR = (
+    ""
+    if _witness_dir.lower() == "off"
+    else _witness_dir or str(BASE_DIR / "data" / "witness" / database_label(DATABASES["default"]))
 )
-WITNESS_KEY_FILE = env.str("WITNESS_KEY_FILE", default=str(BASE_DIR / "data" / "witness.key"))
+WITNESS_KEY_FILE = env.str("WITNESS_KEY_FILE", default="").strip() or str(
+    BASE_DIR / "data" / "witness.key"
+)
 WITNESS_PUBLIC_KEY_FILE = env.str("WITNESS_PUBLIC_KEY_FILE", default="")
+# Several nodes writing one database: keep the witness in a second database instead of the
+# directory (PostgreSQL or SQLite URL; other credentials than DATABASE_URL's).
+WITNESS_DATABASE_URL = env.str("WITNESS_DATABASE_URL", default="")
 
 # The context compiler's index snapshots: a new process loads a project's index from here
 # instead of rebuilding it from every row (empty: none). One is written once a refresh has read

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from operator import itemgetter
 
@@ -92,14 +92,6 @@ class MemoryDoc:
     # decisions and bug root causes before notes (1.0 = the most).
     salience: float = 1.0
     payload: object = field(default=None, compare=False)
-
-    def __reduce__(self) -> tuple[type[MemoryDoc], tuple[object, ...]]:
-        # Pickled (index snapshots) as its constructor's arguments: loads faster and smaller in
-        # memory than an attribute dict per document.
-        return MemoryDoc, tuple(getattr(self, name) for name in _DOC_FIELDS)
-
-
-_DOC_FIELDS = tuple(f.name for f in fields(MemoryDoc))
 
 
 @dataclass(frozen=True)

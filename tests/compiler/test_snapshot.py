@@ -7,6 +7,12 @@ A new process is an empty in-memory cache: ``compiler_cache_clear`` leaves exact
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import pickle
+from pathlib import Path
+
 import pytest
 from django.db import transaction
 
@@ -65,6 +71,12 @@ def _stats(project):
     return stats
 
 
+def _file_of(project) -> Path:
+    path = snapshot_path(project.pk)
+    assert path is not None
+    return path
+
+
 def _compile(project):
     return context_compile(project=project, query=QUERY, max_tokens=600)
 
@@ -73,7 +85,7 @@ def test_first_compile_after_start_loads_the_snapshot_instead_of_rebuilding(snap
     built = _compile(graph)
     rows = _stats(graph)["rows_read"]
     assert rows >= 6  # every fact and the episode
-    assert snapshot_path(graph.pk).exists()
+    assert _file_of(graph).exists()
 
     compiler_cache_clear()  # a new process
     loaded = _compile(graph)
@@ -86,7 +98,7 @@ def test_first_compile_after_start_loads_the_snapshot_instead_of_rebuilding(snap
 def test_no_snapshot_below_the_row_threshold(settings, snapshots, graph):
     settings.COMPILER_SNAPSHOT_MIN_ROWS = 1000
     _compile(graph)
-    assert not snapshot_path(graph.pk).exists()
+    assert not _file_of(graph).exists()
     compiler_cache_clear()
     _compile(graph)
     assert _stats(graph)["restored"] == -1
@@ -189,7 +201,7 @@ def test_live_index_of_a_history_the_database_no_longer_holds_is_rebuilt(graph):
 )
 def test_damaged_snapshot_is_ignored_and_rebuilt(snapshots, graph, damage):
     built = _compile(graph)
-    path = snapshot_path(graph.pk)
+    path = _file_of(graph)
     path.write_bytes(damage(path.read_bytes()))
     compiler_cache_clear()
 
@@ -213,7 +225,7 @@ def test_snapshot_signed_with_another_key_is_ignored(settings, snapshots, graph)
 
 def test_damaged_snapshot_never_fails_a_request(snapshots, graph, client_for):
     _compile(graph)
-    snapshot_path(graph.pk).write_bytes(b"\x00" * 100)
+    _file_of(graph).write_bytes(b"\x00" * 100)
     compiler_cache_clear()
     client = client_for("read", ("default",))
     response = client.post("/v1/graph/compile", {"query": QUERY, "max_tokens": 600}, format="json")
@@ -223,9 +235,9 @@ def test_damaged_snapshot_never_fails_a_request(snapshots, graph, client_for):
 
 def test_forgetting_a_project_deletes_its_snapshot(snapshots, graph):
     _compile(graph)
-    assert snapshot_path(graph.pk).exists()
+    assert _file_of(graph).exists()
     compiler_cache_forget(graph.pk)
-    assert not snapshot_path(graph.pk).exists()
+    assert not _file_of(graph).exists()
 
 
 def test_unwritable_snapshot_directory_still_answers(settings, snapshots, graph, tmp_path):
@@ -241,3 +253,117 @@ def test_warming_before_workers_fork_leaves_nothing_to_read(snapshots, graph):
     rows = _stats(graph)["rows_read"]
     _compile(graph)
     assert _stats(graph)["rows_read"] == rows
+
+
+# --- a snapshot is data, never code ---------------------------------------------------------
+
+
+def _pickle_that_creates(marker: Path) -> bytes:
+    """A pickle that creates ``marker`` when it is loaded: what a forged snapshot would run."""
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    return pickle.dumps(Payload())
+
+
+def _signed_as_before(payload: bytes, settings) -> bytes:
+    """``payload`` framed and signed as snapshots were while they were pickles."""
+    key = hashlib.sha256(f"compiler-snapshot:{settings.SECRET_KEY}".encode()).digest()
+    mac = hashlib.blake2b(payload, key=key, digest_size=32).digest()
+    return b"memoryproject-index-snapshot/1\n" + mac + payload
+
+
+def _signed(body: bytes) -> bytes:
+    """``body`` framed and signed (with the deployment's real key) as snapshots are now."""
+    from graph_app.domain.snapshot_file import MAGIC
+    from graph_app.snapshot import snapshot_key
+
+    return MAGIC + hmac.digest(snapshot_key(), body, "sha256") + body
+
+
+def _with_header(document: dict, data: bytes) -> bytes:
+    text = json.dumps(document).encode()
+    body = len(text).to_bytes(8, "little") + text
+    return body + b"\0" * (-(31 + 32 + len(body)) % 64) + data
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda payload, settings: _signed_as_before(payload, settings),
+        lambda payload, settings: _signed(payload),
+        # a well-formed header naming an array of Python objects whose bytes are the pickle
+        lambda payload, settings: _signed(
+            _with_header({"header": {}, "arrays": {"state": ["|O", 1, 0]}}, payload)
+        ),
+    ],
+    ids=["pickle-signed-as-before", "pickle-signed-with-the-key", "object-array"],
+)
+def test_a_signed_snapshot_holding_a_pickle_is_refused_and_never_run(
+    settings, snapshots, graph, tmp_path, caplog, forge
+):
+    """Whoever holds SECRET_KEY (a leaked backup of the key file, say) can sign a snapshot:
+    loading it must still never run what it holds."""
+    built = _compile(graph)
+    marker = tmp_path / "code-ran"
+    _file_of(graph).write_bytes(forge(_pickle_that_creates(marker), settings))
+    compiler_cache_clear()
+
+    assert _compile(graph) == built
+    assert not marker.exists(), "loading the snapshot ran code"
+    assert _stats(graph)["restored"] == -1
+    assert "compiler index snapshot" in caplog.text and "ignored" in caplog.text
+
+
+@pytest.mark.parametrize("where", ["signature", "header", "arrays", "last byte"])
+def test_a_snapshot_with_one_byte_changed_is_ignored_and_rebuilt(snapshots, graph, where):
+    built = _compile(graph)
+    path = _file_of(graph)
+    data = bytearray(path.read_bytes())
+    at = {"signature": 40, "header": 120, "arrays": len(data) // 2, "last byte": len(data) - 1}
+    data[at[where]] ^= 0x01
+    path.write_bytes(bytes(data))
+    compiler_cache_clear()
+
+    assert _compile(graph) == built
+    assert _stats(graph)["restored"] == -1
+    assert _stats(graph)["rows_read"] >= 6
+    compiler_cache_clear()  # the rebuilt index wrote a good snapshot in its place
+    assert _compile(graph) == built
+    assert _stats(graph)["rows_read"] == 0
+
+
+def test_a_loaded_snapshot_answers_every_view_as_a_fresh_build(settings, snapshots, graph):
+    """History, time travel (each fact re-rendered as then known, from the times the snapshot
+    kept) and the live view: the same bundles from a loaded index as from the rows."""
+    fact_upsert(
+        project=graph,
+        subject_id="payment_service",
+        predicate="uses_token_format",
+        object_value="PASETO_v4_public",
+    )
+    moment = TemporalFact.objects.get(project=graph, object_value="PASETO_v4_public").recorded_at
+    views: list[dict[str, object]] = [
+        {},
+        {"include_superseded": True},
+        {"as_of": moment.isoformat()},
+        {"known_at": moment.isoformat(), "include_superseded": True},
+    ]
+
+    def compiles():
+        return [
+            context_compile(project=graph, query=QUERY, max_tokens=600, **view)  # type: ignore[arg-type]
+            for view in views
+        ]
+
+    compiles()  # writes the snapshot
+    compiler_cache_clear()
+    loaded = compiles()
+    assert _stats(graph)["restored"] >= 0 and _stats(graph)["rows_read"] == 0
+    settings.COMPILER_SNAPSHOT_DIR = ""
+    compiler_cache_clear()
+    fresh = compiles()
+    assert _stats(graph)["restored"] == -1
+    assert loaded == fresh

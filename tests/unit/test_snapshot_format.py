@@ -1,0 +1,279 @@
+"""The compiler's index snapshot format (graph_app/domain/snapshot_file.py, index_columns.py,
+index_items.py): an index comes back exactly as it was written, and a file that is not a whole
+snapshot signed with the key, or that asks for anything but numbers, is refused unread."""
+
+from __future__ import annotations
+
+import hmac
+import io
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from graph_app.domain.index_columns import index_columns, index_restore
+from graph_app.domain.index_items import ITEM_COLUMNS, IndexItem
+from graph_app.domain.profiles import PROFILES
+from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
+from graph_app.domain.snapshot_file import (
+    MAGIC,
+    SnapshotRefused,
+    snapshot_file_read,
+    snapshot_file_write,
+)
+
+KEY = b"k" * 32
+WHEN = datetime(2026, 4, 20, 9, 30, 15, 123456, tzinfo=UTC)
+# What a BM25 index computes when queried, not what it holds.
+BM25_CACHES = {"_dirty", "_idf", "_avgdl", "_doc_len_array", "_norms", "_posting_arrays"}
+BM25_CACHES |= {"_contributions"}
+INDEX_STATE = {
+    "bm25", "docs", "_slot_docs", "_items_of", "_mentioned_by", "_edges_of", "_refs",
+    "_out_refs", "_streams", "_titled", "_arrays",
+}  # fmt: skip
+BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_doc_len"}
+BM25_STATE |= {"_postings", "_total_len"}
+
+
+def _fact(n: int, subject: str, obj: str, *, closed: bool = False, **extra) -> MemoryDoc:
+    fields = (
+        *(f"f{n}", subject, "depends_on", obj, WHEN, WHEN if closed else None, "active"),
+        *(None if n % 2 else f"ep{n}", f"{n:064x}"),
+    )
+    item = IndexItem(
+        kind="fact",
+        id=f"f{n}",
+        citation=f"[F:f{n}]",
+        line=f"- [F:f{n}] {subject} depends_on {obj} ✓",
+        keep=9,
+        section="Facts",
+        order=(0.0, 0),
+        fact_fields=fields,
+        line_tokens=12,
+        sha256=f"{n:064x}",
+    )
+    return MemoryDoc(
+        key=f"fact:f{n}",
+        kind="fact",
+        tokens=(subject, "depend", obj, subject),
+        entities=(subject, obj),
+        subject=subject,
+        recorded_at=WHEN.timestamp() + n,
+        valid_from=WHEN.timestamp(),
+        valid_until=WHEN.timestamp() + 10 if closed else float("inf"),
+        salience=0.5,
+        payload=item,
+        **extra,
+    )
+
+
+def _episode(n: int, text: str, **extra) -> MemoryDoc:
+    item = IndexItem(
+        kind="episode",
+        id=f"ep{n}",
+        citation=f"[E:ep{n}]",
+        line=f"- [E:ep{n}] {text}",
+        keep=10,
+        section="Episodes 2026-04-20",
+        order=(WHEN.timestamp(), n),
+        external_id=None if n % 2 else f"ADR-{n}",
+        line_tokens=-1,
+        sha256=f"{n:064x}",
+    )
+    return MemoryDoc(
+        key=f"episode:ep{n}",
+        kind="episode",
+        tokens=tuple(text.lower().split()),
+        recorded_at=WHEN.timestamp() + n,
+        valid_from=WHEN.timestamp(),
+        salience=1.0,
+        payload=item,
+        **extra,
+    )
+
+
+@pytest.fixture
+def index() -> MemoryIndex:
+    """Facts with edges and with entity-like object values, episodes in a stream (two at one
+    position), titled and naming identifiers, and documents replaced after they were indexed."""
+    index = MemoryIndex()
+    docs = [
+        _fact(1, "payment_service", "ledger_store", edge=("payment_service", "ledger_store")),
+        _fact(2, "payment_service", "AuthService", object_ref="authservice"),
+        _fact(3, "authservice", "jwt", closed=True),
+        _episode(4, "payment_service keeps JWT", entities=("payment_service",)),
+        _episode(5, "nate has a turtle named Shelly", stream="chat", position=1),
+        _episode(6, "maria went to spain", stream="chat", position=2, title_terms=("maria",)),
+        _episode(7, "a second turn\x00 at one place", stream="chat", position=2),
+        _episode(8, "ledger_store owns the ledger", mentions=("ledger_store",)),
+    ]
+    for doc in docs:
+        index.upsert(doc)
+    # Replaced: new words, another entity, out of its stream position.
+    index.upsert(_fact(2, "payment_service", "billing_api", edge=("payment_service", "x")))
+    index.upsert(_episode(5, "nate has two turtles", stream="chat", position=9))
+    return index
+
+
+def _restored(index: MemoryIndex) -> MemoryIndex:
+    meta, arrays = index_columns(index, ITEM_COLUMNS)
+    out = io.BytesIO()
+    snapshot_file_write(out, {"index": meta}, arrays, key=KEY)
+    header, read = snapshot_file_read(out.getvalue(), key=KEY)
+    return index_restore(header["index"], read, ITEM_COLUMNS)
+
+
+def test_a_restored_index_holds_every_attribute_of_the_one_written(index):
+    restored = _restored(index)
+    assert set(vars(index)) == set(vars(restored)) == INDEX_STATE, "a new attribute to store"
+    assert set(vars(index.bm25)) - BM25_CACHES == BM25_STATE, "a new attribute to store"
+    for name in INDEX_STATE - {"bm25", "_arrays"}:
+        assert getattr(restored, name) == getattr(index, name), name
+    for name in BM25_STATE:
+        assert getattr(restored.bm25, name) == getattr(index.bm25, name), name
+    n = index.bm25.n_slots
+    for name, column in index._arrays.items():
+        assert np.array_equal(restored._arrays[name][:n], column[:n]), name
+    # MemoryDoc leaves its payload out of equality: the items, compared on their own.
+    assert [d and d.payload for d in restored._slot_docs] == [
+        d and d.payload for d in index._slot_docs
+    ]
+
+
+@pytest.mark.parametrize(
+    "visibility",
+    [
+        Visibility(),
+        Visibility(include_superseded=True),
+        Visibility(as_of=WHEN.timestamp() + 5, known_at=WHEN.timestamp() + 3),
+    ],
+)
+@pytest.mark.parametrize("query", ["what does payment_service depend on", "maria spain turtle"])
+def test_a_restored_index_ranks_as_the_one_written(index, query, visibility):
+    restored = _restored(index)
+    for profile in PROFILES.values():
+        assert restored.rank(query, visibility, profile.rank) == index.rank(
+            query, visibility, profile.rank
+        )
+
+
+def test_a_restored_index_goes_on_indexing_like_the_one_written(index):
+    restored = _restored(index)
+    for each in (index, restored):
+        each.upsert(_fact(9, "ledger_store", "postgres", edge=("ledger_store", "postgres")))
+        each.upsert(_episode(6, "maria moved to lisbon", stream="chat", position=2))
+    query = "ledger_store postgres lisbon"
+    assert restored.rank(query, Visibility()) == index.rank(query, Visibility())
+    assert restored._streams == index._streams and restored._titled == index._titled
+
+
+def test_times_come_back_exact_and_in_utc(index):
+    item = _restored(index).docs["fact:f3"].payload
+    assert isinstance(item, IndexItem)
+    assert item.fact_fields[4] == WHEN and item.fact_fields[4].tzinfo is UTC
+    assert item.fact_fields[5] == WHEN  # the closed fact's valid_until
+
+
+def test_an_item_with_a_time_in_another_zone_is_not_stored():
+    doc = _fact(1, "payment_service", "ledger_store")
+    assert isinstance(doc.payload, IndexItem)
+    fields = list(doc.payload.fact_fields)
+    fields[4] = WHEN.astimezone(timezone(timedelta(hours=2)))  # the same instant, in Paris
+    index = MemoryIndex()
+    index.upsert(replace(doc, payload=replace(doc.payload, fact_fields=tuple(fields))))
+    with pytest.raises(TypeError, match="UTC"):
+        index_columns(index, ITEM_COLUMNS)
+
+
+def test_strings_holding_a_nul_come_back_whole(index):
+    restored = _restored(index)
+    item = restored.docs["episode:ep7"].payload
+    assert isinstance(item, IndexItem)
+    assert item.line == "- [E:ep7] a second turn\x00 at one place"
+
+
+# --- the file ----------------------------------------------------------------------------------
+
+
+def _file(header=None, arrays=None, key=KEY) -> bytes:
+    out = io.BytesIO()
+    arrays = {"a": np.arange(5, dtype=np.int64), "b": np.array([0.5, np.inf])} | (arrays or {})
+    snapshot_file_write(out, header or {"x": 1}, arrays, key=key)
+    return out.getvalue()
+
+
+def test_the_arrays_lie_at_aligned_offsets_for_mapping_later():
+    data = _file()
+    header, arrays = snapshot_file_read(data, key=KEY)
+    assert header == {"x": 1}
+    assert arrays["a"].tolist() == [0, 1, 2, 3, 4] and arrays["b"].tolist() == [0.5, np.inf]
+    for array in arrays.values():
+        offset = array.__array_interface__["data"][0] - np.frombuffer(data, np.uint8).ctypes.data
+        assert offset % 64 == 0
+
+
+def test_a_file_signed_with_another_key_is_refused_before_it_is_read():
+    with pytest.raises(SnapshotRefused, match="signature mismatch"):
+        snapshot_file_read(_file(key=b"another key"), key=KEY)
+    garbage = MAGIC + b"\0" * 32 + b"\xff" * 200  # would not even parse
+    with pytest.raises(SnapshotRefused, match="signature mismatch"):
+        snapshot_file_read(garbage, key=KEY)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda d: d[:-1], lambda d: d[:40], lambda d: b"", lambda d: d + b"\0"],
+    ids=["last byte cut", "header cut", "empty", "byte added"],
+)
+def test_a_damaged_file_is_refused(damage):
+    with pytest.raises(SnapshotRefused):
+        snapshot_file_read(damage(_file()), key=KEY)
+
+
+def _signed(document: dict, data: bytes = b"") -> bytes:
+    """A file made by hand and signed with the key: what a holder of the key could forge."""
+    text = json.dumps(document).encode()
+    body = len(text).to_bytes(8, "little") + text
+    body += b"\0" * (-(len(MAGIC) + 32 + len(body)) % 64) + data
+    return MAGIC + hmac.digest(KEY, body, "sha256") + body
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        ["|O", 1, 0],
+        ["<U8", 1, 0],
+        [["<i8"], 1, 0],
+        ["<i8", 2, 0],
+        ["<i8", -1, 0],
+        ["<i8", 1, 1.5],
+        "numbers",
+    ],
+    ids=[
+        "objects",
+        "unicode",
+        "not a dtype",
+        "past the end",
+        "negative",
+        "not an offset",
+        "not a place",
+    ],
+)
+def test_a_signed_file_that_asks_for_anything_but_numbers_in_it_is_refused(place):
+    with pytest.raises(SnapshotRefused):
+        snapshot_file_read(_signed({"header": {}, "arrays": {"a": place}}, b"\0" * 8), key=KEY)
+
+
+def test_an_array_of_objects_is_never_written():
+    with pytest.raises(ValueError, match="not storable"):
+        _file(arrays={"o": np.array(["x", None], dtype=object)})
+
+
+def test_a_signed_header_nested_past_any_reason_is_refused():
+    text = ("[" * 100_000 + "]" * 100_000).encode()  # deeper than the JSON parser recurses
+    body = len(text).to_bytes(8, "little") + text
+    forged = MAGIC + hmac.digest(KEY, body, "sha256") + body
+    with pytest.raises(SnapshotRefused):
+        snapshot_file_read(forged, key=KEY)
