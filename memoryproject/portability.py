@@ -21,8 +21,12 @@ Why the rules on import (``import_memory`` and the README say them to the user):
   target log is empty, the export's receipts are the whole chain from genesis (no other
   project's records between them) and the project keeps its numeric id; otherwise the import
   refuses, naming why, and ``--skip-receipts`` imports everything else.
-- The whole import is one transaction, verified before it commits: a failed verification
-  rolls everything back.
+- The file is not trusted (``export_file`` reads it): its size is capped before it is parsed,
+  every row is held to the API's rules for its kind, and every reference must resolve to a row
+  of the same file (``import_references``), never to another project's. Hashes are recomputed
+  by the verification, never taken from the file.
+- The whole import is one transaction, verified before it commits: a refused or failed import
+  writes nothing.
 """
 
 from __future__ import annotations
@@ -58,39 +62,25 @@ from graph_app.models import (
     TemporalFact,
 )
 from graph_app.selectors import integrity_verify
-from memoryproject.errors import ApplicationError
+from memoryproject.export_file import (
+    FORMAT,
+    TABLES,
+    VERSION,
+    ImportFile,
+    PortabilityError,
+    import_file_read,
+)
+from memoryproject.import_references import import_references_check
 from memoryproject.models import Project
 from memoryproject.reads import read_snapshot
-from memoryproject.timeutil import utcnow
+from memoryproject.timeutil import to_utc, utcnow
 from memoryproject.writes import write_transaction
 from sessions_app.models import SessionSummary, Trace
 
-FORMAT = "memoryproject-export"
-VERSION = 1
 #: Progress bars appear from this many rows on (small projects stay quiet).
 PROGRESS_FROM = 2_000
 
 EpisodeEntity = Episode.entities.through
-
-#: Table name -> model, in insertion order (a row only refers to rows before it, except a
-#: fact's successor, which the deferred foreign-key check allows within the transaction).
-TABLES: dict[str, type[models.Model]] = {
-    "entity": Entity,
-    "episode": Episode,
-    "episode_entity": EpisodeEntity,
-    "episode_file": EpisodeFile,
-    "fact": TemporalFact,
-    "graph_change": GraphChange,
-    "trace": Trace,
-    "session_summary": SessionSummary,
-    "delivered_text": DeliveredText,
-    "erased_text": ErasedText,
-    "receipt": InjectionRecord,
-}
-
-
-class PortabilityError(ApplicationError):
-    """An export or import refused, naming why (the command exits 2)."""
 
 
 @dataclass
@@ -202,38 +192,6 @@ def project_export(*, slug: str, out: Path) -> dict[str, Any]:
 # --- import ------------------------------------------------------------------------------------
 
 
-def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    try:
-        with path.open(encoding="utf-8") as handle:
-            first = handle.readline()
-            body = handle.read()
-        header = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise PortabilityError(f"FILE: cannot read an export from {path} ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise PortabilityError(f"FILE: {path} is not a {FORMAT} file")
-    if header.get("version") != VERSION:
-        raise PortabilityError(
-            f"FILE: format version {header.get('version')!r} is not supported (this is {VERSION})"
-        )
-    if hashlib.sha256(body.encode()).hexdigest() != header.get("body_sha256"):
-        raise PortabilityError("FILE: body_sha256 does not match: the file is truncated or edited")
-    try:
-        lines = [json.loads(line) for line in body.split("\n") if line]
-        tables = [str(line["table"]) for line in lines if isinstance(line["row"], dict)]
-    except (ValueError, KeyError, TypeError):
-        raise PortabilityError("FILE: a body line is not a {table, row} object") from None
-    if len(tables) != len(lines):
-        raise PortabilityError("FILE: a body line's row is not an object")
-    counted: dict[str, int] = {}
-    for table in tables:
-        counted[table] = counted.get(table, 0) + 1
-    expected = {k: v for k, v in header.get("counts", {}).items() if v}
-    if counted != expected:
-        raise PortabilityError(f"FILE: counts {counted} do not match the header's {expected}")
-    return header, lines
-
-
 def _project_target(header: dict[str, Any], slug: str) -> Project:
     """The project rows land in: a new one (keeping the exported id when it is free), or an
     existing one that holds nothing."""
@@ -254,7 +212,7 @@ def _project_target(header: dict[str, Any], slug: str) -> Project:
     else:
         pk = exported["id"] if not Project.objects.filter(pk=exported["id"]).exists() else None
         project = Project.objects.create(pk=pk, slug=slug)
-    created = datetime.fromisoformat(exported["created_at"].replace("Z", "+00:00"))
+    created = to_utc(exported["created_at"])
     Project.objects.filter(pk=project.pk).update(name=exported.get("name", ""), created_at=created)
     project.refresh_from_db()
     return project
@@ -327,13 +285,10 @@ def project_import(
     *, path: Path, project_slug: str | None = None, skip_receipts: bool = False
 ) -> ImportResult:
     """Imports an export into this database (one transaction, verified before it commits)."""
-    header, lines = _read(path)
+    file = import_file_read(path)
+    header = file.header
     slug = project_slug or header["project"]["slug"]
-    by_table: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
-    for line in lines:
-        if line["table"] not in TABLES:
-            raise PortabilityError(f"FILE: unknown table {line['table']!r}")
-        by_table[line["table"]].append(line["row"])
+    by_table = {name: [row.values for row in rows] for name, rows in file.rows.items()}
     if slug != header["project"]["slug"] and by_table["graph_change"]:
         raise PortabilityError(
             f"--project: the graph of '{header['project']['slug']}' is sealed (its hashes and "
@@ -341,12 +296,13 @@ def project_import(
             field="project",
         )
     with write_transaction():
-        return _import_rows(header, by_table, slug, skip_receipts)
+        return _import_rows(file, by_table, slug, skip_receipts)
 
 
 def _import_rows(
-    header: dict[str, Any], by_table: dict[str, list[dict[str, Any]]], slug: str, skip: bool
+    file: ImportFile, by_table: dict[str, list[dict[str, Any]]], slug: str, skip: bool
 ) -> ImportResult:
+    header = file.header
     project = _project_target(header, slug)
     receipts = by_table.pop("receipt")
     refusal = None if skip else _receipts_refusal(header, receipts, project)
@@ -354,6 +310,7 @@ def _import_rows(
         raise PortabilityError(
             f"receipts: {refusal}; import into an empty database or pass --skip-receipts"
         )
+    import_references_check(file, receipts=not skip)
     if skip:
         texts = {"delivered_text", "erased_text"}
         by_table = {k: ([] if k in texts else v) for k, v in by_table.items()}

@@ -4,7 +4,9 @@ verifies the graph's integrity and the injection log before it commits.
 ``--project NEW`` names the project differently; it is refused for a project whose graph is
 sealed (graph hashes cover the slug). Receipts keep their hashes only in an empty injection
 log; ``--skip-receipts`` imports everything else when they cannot (see the README, *Export and
-import*). Exit status 2 on bad input or a refused import, 0 when imported and verified.
+import*). The file is not trusted: over ``IMPORT_MAX_BYTES``, a row breaking its kind's rules or
+a row naming anything outside the imported project refuses it, in one line naming the file's
+line. Exit status 2 on bad input or a refused import, 0 when imported and verified.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import IntegrityError
+from django.db import DataError, IntegrityError
 
 from graph_app.management.commands.export_memory import fail
 from memoryproject.errors import ApplicationError
@@ -45,11 +47,13 @@ class Command(BaseCommand):
             )
         except ApplicationError as exc:
             fail(self, exc.message, as_json=as_json)
-        except IntegrityError as exc:
+        except (IntegrityError, DataError) as exc:
+            # What the checks before the insert do not foresee (a constraint between rows, such
+            # as two entities of one slug): the transaction is rolled back.
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             fail(
                 self,
-                f"FILE: its ids are already used in this database ({exc}); import into an "
-                "empty database",
+                f"FILE: a row breaks a rule of this database ({reason}); nothing was written",
                 as_json=as_json,
             )
         if as_json:
