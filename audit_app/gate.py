@@ -10,13 +10,15 @@ flipping a value:
   connection (the sqlite3 shell, another program) has no such function, so its UPDATE or
   DELETE on these tables fails whatever the tables hold.
 - PostgreSQL: the triggers let a change through only in the transaction that inserted an
-  ``AuditMaintenanceGrant`` row (``txid_current()``). A database writer can insert one, but it
-  cannot sign it: every verifier holds each grant row to the witness, which has only the
-  grants this service signed, and names any other.
+  ``AuditMaintenanceGrant`` row (``txid_current()``), which the service removes again before
+  the maintenance block ends. A database writer can insert one, but it cannot sign it: every
+  verifier holds each grant row left in the table to the witness, which has only the grants
+  this service signed, and names any other.
 
 ``audit_maintenance(purpose=...)`` appends the signed grant to the witness first (refusing when
-this host has no signing key), then opens the gate inside the current transaction; after the
-commit a checkpoint of what the maintenance left (log head, graph heads) is witnessed.
+this host has no signing key), then opens the gate inside the current transaction and closes it
+when the block ends (the grant's row goes with it); after the commit a checkpoint of what the
+maintenance left (log head, graph heads) is witnessed.
 """
 
 from __future__ import annotations
@@ -66,8 +68,9 @@ def _txid(connection: BaseDatabaseWrapper) -> int | None:
         return int(cursor.fetchone()[0])
 
 
-def _grant(using: str, purpose: str, details: dict[str, Any]) -> None:
-    """Signs the grant into the witness, then records it where the triggers look."""
+def _grant(using: str, purpose: str, details: dict[str, Any]) -> int:
+    """Signs the grant into the witness, then records it where the triggers look; answers the
+    row's id (removed again when the maintenance ends)."""
     from audit_app.models import AuditMaintenanceGrant, InjectionLogHead
 
     found = witness()
@@ -87,13 +90,23 @@ def _grant(using: str, purpose: str, details: dict[str, Any]) -> None:
             **details,
         },
     )
-    AuditMaintenanceGrant.objects.using(using).create(
+    row = AuditMaintenanceGrant.objects.using(using).create(
         created_at=utcnow(),
         purpose=purpose[:64],
         txid=_txid(connection),
         witness_n=entry.n,
         body=entry.body,
     )
+    return int(row.pk)
+
+
+def _grant_close(using: str, pk: int) -> None:
+    """The grant's row goes when its maintenance ends (the gate still held): PostgreSQL's
+    triggers would otherwise stay open for the rest of the transaction. The witness keeps the
+    grant; a grant row found later is one nobody removed, so not the service's."""
+    from audit_app.models import AuditMaintenanceGrant
+
+    AuditMaintenanceGrant.objects.using(using).filter(pk=pk).delete()
 
 
 @contextmanager
@@ -122,9 +135,13 @@ def audit_maintenance(
     the commit ``after`` runs (the checkpoint of what the maintenance left); nested uses share
     the outermost grant."""
     with write_transaction(using):
-        if not maintenance_open(using):
-            _grant(using, purpose, dict(details or {}))
-            if after is not None:
-                transaction.on_commit(after, using=using)
+        if maintenance_open(using):
+            with gate_held(using):
+                yield
+            return
+        grant = _grant(using, purpose, dict(details or {}))
+        if after is not None:
+            transaction.on_commit(after, using=using)
         with gate_held(using):
             yield
+            _grant_close(using, grant)

@@ -151,9 +151,10 @@ def test_the_orm_refuses_queryset_update_delete_and_bulk_update(log):
 
 @pytest.mark.parametrize("model", [DeliveredText, AuditCheckpoint, AuditMaintenanceGrant])
 def test_the_orm_refuses_changes_to_every_log_table(log, model):
-    if model is AuditMaintenanceGrant:
-        with audit_maintenance(purpose="a grant to refuse changes to"):
-            pass
+    if model is AuditMaintenanceGrant:  # a row left behind (the service removes its own)
+        AuditMaintenanceGrant.objects.create(
+            created_at=log[0].created_at, purpose="left", witness_n=0, body={}
+        )
     row = model.objects.first()
     with pytest.raises(AppendOnlyError):
         row.save()
