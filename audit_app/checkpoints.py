@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from audit_app.checkpoint_reads import checkpoint_view
 from audit_app.contracts import CheckpointOut
 from audit_app.domain.chain import checkpoint_mac
 from audit_app.models import GENESIS_HASH, AuditCheckpoint, InjectionLogHead, InjectionRecord
-from audit_app.selectors import chain_anchor, checkpoint_view, injection_log_verify
+from audit_app.selectors import chain_anchor, injection_log_verify
 from audit_app.witness_checks import body_sha256
 from graph_app.selectors import graph_chain_head, integrity_unwitnessed
 from memoryproject.errors import ApplicationError
@@ -142,7 +143,7 @@ def audit_checkpoint_create(*, out: Path | None = None) -> CheckpointOut:
             "AUDIT_CHECKPOINT_KEY"
         )
     if hmac_key:
-        from audit_app.selectors import checkpoint_key
+        from audit_app.checkpoint_reads import checkpoint_key
 
         hmac_key = checkpoint_key()  # refuses a short key
     # Read before the write turn (each project in its own snapshot): a full verification of

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
+from audit_app.checkpoint_reads import checkpoint_latest
 from audit_app.contracts import (
     AuditorFigures,
     AuditVerification,
@@ -23,7 +24,7 @@ from audit_app.contracts import (
     SourceNow,
 )
 from audit_app.models import ErasedText, InjectionRecord
-from audit_app.selectors import checkpoint_latest, injection_log_verify
+from audit_app.selectors import injection_log_verify
 from graph_app.contracts.graph import IntegrityResult
 from graph_app.models import Episode, TemporalFact
 from graph_app.selectors import integrity_verify

@@ -1,30 +1,24 @@
-"""Reads of the audit trail: the injection log's verification against its anchor, head and
-checkpoints, checkpoints themselves, the facts the contradiction auditor checks and its
-findings."""
+"""Reads of the audit trail: the injection log's verification against its anchor, head,
+checkpoints (read in audit_app.checkpoint_reads) and the witness (audit_app.witness_checks).
+The contradiction auditor's reads are in audit_app.finding_selectors."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 from pathlib import Path
-from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Exists, Max, OuterRef
 
+from audit_app.checkpoint_reads import checkpoint_key, checkpoint_read
 from audit_app.contracts import (
     BrokenRecord,
     ChainAnchor,
     ChainPoint,
     ChainVerification,
-    CheckpointBody,
     CheckpointCheck,
-    CheckpointOut,
-    FindingOut,
 )
 from audit_app.domain.chain import (
     EMPTY_TEXT_SHA256,
@@ -37,30 +31,21 @@ from audit_app.domain.chain import (
     record_hash,
     sha256_text,
 )
-from audit_app.domain.contradictions import HeldFact
 from audit_app.models import (
     GENESIS_HASH,
     AuditCheckpoint,
     AuditMaintenanceGrant,
-    ContradictionFinding,
     DeliveredText,
     ErasedText,
-    FindingState,
     InjectionLogHead,
     InjectionRecord,
     record_payload,
 )
 from audit_app.witness_checks import log_witness_check, witnessed_checkpoint
-from graph_app.models import TemporalFact
-from graph_app.selectors import valid_at
-from memoryproject import sql
 from memoryproject.contracts import WitnessCheck
 from memoryproject.errors import ApplicationError
-from memoryproject.models import Project
 from memoryproject.timeutil import iso, to_utc
 
-#: The shortest checkpoint key accepted (HMAC-SHA256 keys shorter than this are guessable).
-MINIMUM_KEY_LENGTH = 32
 TEXT_ALTERED = "system_prompt does not match prompt_sha256"
 TEXT_MISSING = "its delivered text is gone from the store and no erasure tombstone says why"
 _TRIGGERS = {
@@ -80,94 +65,6 @@ _APPEND_ONLY_TABLES = (
     AuditCheckpoint,
     AuditMaintenanceGrant,
 )
-
-
-# --- checkpoints ------------------------------------------------------------------------------
-
-
-def checkpoint_key() -> str:
-    """The checkpoint signing key, from the environment only (never the database)."""
-    key = str(getattr(settings, "AUDIT_CHECKPOINT_KEY", "") or "")
-    if not key:
-        raise ApplicationError(
-            "AUDIT_CHECKPOINT_KEY is not set: checkpoints are signed (HMAC-SHA256) with a key "
-            "kept outside the database; set it in the environment of this command, e.g. "
-            "AUDIT_CHECKPOINT_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))')"
-        )
-    if len(key) < MINIMUM_KEY_LENGTH:
-        raise ApplicationError(
-            f"AUDIT_CHECKPOINT_KEY is too short ({len(key)} characters): use at least "
-            f"{MINIMUM_KEY_LENGTH} random characters"
-        )
-    return key
-
-
-def checkpoint_view(
-    pk: int | None,
-    body: Mapping[str, Any],
-    mac: str,
-    *,
-    file: str | None = None,
-) -> CheckpointOut:
-    return CheckpointOut(id=pk, body=CheckpointBody.model_validate(dict(body)), hmac=mac, file=file)
-
-
-def _checkpoint_document(path: Path) -> tuple[dict[str, Any], str, int | None]:
-    try:
-        document = json.loads(path.expanduser().read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ApplicationError(f"checkpoint: cannot read {path}: {exc.strerror}") from None
-    except ValueError:
-        raise ApplicationError(f"checkpoint: {path} is not JSON") from None
-    body, mac = (
-        (document.get("body"), document.get("hmac")) if isinstance(document, dict) else ("", "")
-    )
-    if not isinstance(body, dict) or not isinstance(mac, str):
-        raise ApplicationError(f"checkpoint: {path} is not a checkpoint (no body and hmac)")
-    row = None
-    if isinstance(document, dict) and isinstance(document.get("witness"), dict):
-        # The row id the witness names it by (the file's body says which row it was).
-        row = document.get("id") if isinstance(document.get("id"), int) else None
-    return body, mac, row
-
-
-def checkpoint_read(path: Path | str) -> CheckpointOut:
-    """A checkpoint file, once its HMAC is checked: a file altered in any way (or signed with
-    another key) is refused."""
-    path = Path(path)
-    body, mac, witnessed = _checkpoint_document(path)
-    if not mac:
-        if witnessed is None or not witnessed_checkpoint(witnessed, body):
-            raise ApplicationError(
-                f"checkpoint: {path} is refused: the witness holds no checkpoint with this body"
-            )
-    elif not checkpoint_mac_matches(body, mac, checkpoint_key()):
-        raise ApplicationError(
-            f"checkpoint: {path} is refused: its HMAC does not match its body (the file was "
-            "altered, or signed with another AUDIT_CHECKPOINT_KEY)"
-        )
-    try:
-        return checkpoint_view(None, body, mac, file=str(path))
-    except ValueError:
-        raise ApplicationError(f"checkpoint: {path} is signed but not a checkpoint body") from None
-
-
-def checkpoint_latest() -> CheckpointOut | None:
-    """The latest stored checkpoint, once its HMAC is checked (None when there is none)."""
-    stored = AuditCheckpoint.objects.order_by("-id").first()
-    if stored is None:
-        return None
-    if not stored.mac:
-        # Vouched for by the witness alone: one it does not hold (or no witness to ask) is
-        # no checkpoint to hold anything to; verification names it as failed.
-        if not witnessed_checkpoint(stored.pk, stored.body):
-            return None
-    elif not checkpoint_mac_matches(stored.body, stored.mac, checkpoint_key()):
-        raise ApplicationError(
-            f"checkpoint #{stored.pk} is refused: its HMAC does not match its body (altered in "
-            "the database, or signed with another AUDIT_CHECKPOINT_KEY)"
-        )
-    return checkpoint_view(stored.pk, stored.body, stored.mac)
 
 
 # --- the anchor -------------------------------------------------------------------------------
@@ -600,70 +497,4 @@ def _count_break(anchor: ChainAnchor, last_seq: int, found: int) -> Break | None
         "gap" if found < expected else "inserted",
         f"the log holds {found} records after {_start_label(anchor)} where its seqs up to "
         f"{last_seq} need {expected}: records were deleted or inserted before the range checked",
-    )
-
-
-def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:
-    """The project's facts valid at ``at`` as recorded now, as the contradiction rules read
-    them (one query over the plain columns: audits run over 100,000 facts)."""
-    rows = (
-        TemporalFact.objects.filter(valid_at(at), project=project)
-        .order_by()
-        .values_list(
-            "id",
-            "subject__slug",
-            "predicate",
-            "object_value",
-            "singular",
-            "valid_from",
-            "recorded_at",
-            "sha256",
-        )
-    )
-    return [HeldFact(*row) for row in rows.iterator(chunk_size=5000)]
-
-
-def findings_by_fingerprint(*, project: Project) -> dict[str, ContradictionFinding]:
-    return {f.fingerprint: f for f in ContradictionFinding.objects.filter(project=project)}
-
-
-@cache
-def _open_findings_sql() -> str:
-    return (
-        f"{sql.select(ContradictionFinding, _OPEN_FINDING_FIELDS)} "
-        f"WHERE {sql.column(ContradictionFinding, 'project')} = %s "
-        f"AND {sql.column(ContradictionFinding, 'state')} = %s"
-    )
-
-
-_OPEN_FINDING_FIELDS = ("pk", "fact_ids")
-
-
-def open_findings_of_facts(*, project: Project) -> dict[str, int]:
-    """Fact id -> the id of an open contradiction finding that names it (read on every
-    compile, through the finding_project_state index)."""
-    marks: dict[str, int] = {}
-    for finding_id, fact_ids in sql.rows(
-        ContradictionFinding,
-        _OPEN_FINDING_FIELDS,
-        _open_findings_sql(),
-        [project.pk, FindingState.OPEN.value],
-    ):
-        for fact_id in fact_ids:
-            marks.setdefault(fact_id, finding_id)
-    return marks
-
-
-def finding_view(finding: ContradictionFinding) -> FindingOut:
-    return FindingOut(
-        id=finding.pk,
-        rule=finding.rule,  # type: ignore[arg-type]
-        subject=finding.subject,
-        fact_ids=list(finding.fact_ids),
-        evidence=finding.evidence,
-        suggestion=finding.suggestion,
-        resolvable=bool(finding.keep_fact),
-        state=finding.state,  # type: ignore[arg-type]
-        settled_by=finding.settled_by,
-        reason=finding.reason,
     )

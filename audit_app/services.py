@@ -41,6 +41,7 @@ from audit_app.domain.contradictions import (
     RuleBook,
     contradictions_find,
 )
+from audit_app.finding_selectors import facts_held_at, finding_view, findings_by_fingerprint
 from audit_app.models import (
     GENESIS_HASH,
     AuditRun,
@@ -54,13 +55,7 @@ from audit_app.models import (
     record_payload,
 )
 from audit_app.receipt_sources import receipt_sources_add
-from audit_app.selectors import (
-    chain_anchor,
-    facts_held_at,
-    finding_view,
-    findings_by_fingerprint,
-    injection_log_verify,
-)
+from audit_app.selectors import chain_anchor, injection_log_verify
 from graph_app.domain.hashing import canonical_json
 from graph_app.services import fact_supersede
 from memoryproject import sql

@@ -35,7 +35,8 @@ from typing import Any
 
 from django.conf import settings
 
-from audit_app.selectors import checkpoint_key, open_findings_of_facts
+from audit_app.checkpoint_reads import checkpoint_key
+from audit_app.finding_selectors import open_findings_of_facts
 from audit_app.services import injection_log_append
 from graph_app.contracts.compile import (
     CompiledItem,

@@ -20,8 +20,8 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit_app.checkpoint_reads import checkpoint_key
 from audit_app.management.commands.injection_log_verify import table
-from audit_app.selectors import checkpoint_key
 from graph_app.domain.proofs import bundle_check, bundle_shape_problem
 from memoryproject.errors import ApplicationError
 
