@@ -63,6 +63,9 @@ INDEX_MODULES = (
     "graph_app.domain.snapshot_file",
     "graph_app.snapshot",
     "memoryproject.domain.screening",
+    "memoryproject.domain.screening_normalize",
+    "memoryproject.domain.screening_instructions",
+    "memoryproject.domain.screening_languages",
     "memoryproject.tokens",
 )
 

@@ -1,7 +1,8 @@
 """What a write's answer says about screening: the secrets masked and the passages flagged.
 
-The rules live in ``memoryproject.domain.screening``; this is the typed output every write that
-screens (traces, session summaries, episodes, facts) answers under ``screening``. Pure pydantic.
+The rules live in ``memoryproject.domain.screening`` and its ``screening_*`` modules; this is
+the typed output every write that screens (traces, session summaries, episodes, facts) answers
+under ``screening``. Pure pydantic.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ class MaskedOut(Output):
     field: str = Field(description="Where the secret was, e.g. metadata.db.password.")
     kind: str = Field(
         description="private_key, jwt, github_token, slack_token, stripe_key, google_api_key, "
-        "aws_access_key, aws_secret_key, password_in_url, password or credential."
+        "aws_access_key, aws_secret_key, vault_token, digitalocean_token, npm_token, "
+        "sendgrid_key, gitlab_token, openai_key, pypi_token, discord_token, telegram_token, "
+        "twilio_key, mailchimp_key, square_secret, password_in_url, password or credential."
     )
     count: int
 
