@@ -118,11 +118,13 @@ class DirectoryStore:
             yield
 
     def head_lines(self, stream: str) -> list[bytes]:
-        """Both slots (b"" where empty)."""
-        try:
-            with open(self.directory / HEADS / f"{stream}.head", "rb") as handle:
-                raw = os.pread(handle.fileno(), 2 * SLOT, 0)
-        except FileNotFoundError:
+        """Both slots (b"" where empty), read through this process's open descriptor once the
+        file exists (a head is read on every commit)."""
+        name = f"{HEADS}/{stream}.head"
+        if (os.getpid(), name) not in self._fds and not (self.directory / name).exists():
+            return []
+        raw = os.pread(self._fd(name), 2 * SLOT, 0)
+        if not raw:
             return []
         return [raw[slot * SLOT : (slot + 1) * SLOT].strip() for slot in (0, 1)]
 
