@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from audit_app.checkpoint_reads import checkpoint_view
+from django.conf import settings
+
+from audit_app.checkpoint_reads import checkpoint_key, checkpoint_view
 from audit_app.contracts import CheckpointOut
 from audit_app.domain.chain import checkpoint_mac
 from audit_app.models import GENESIS_HASH, AuditCheckpoint, InjectionLogHead, InjectionRecord
@@ -133,8 +135,6 @@ def audit_checkpoint_create(*, out: Path | None = None) -> CheckpointOut:
     head: a checkpoint row (HMAC-SHA256 when ``AUDIT_CHECKPOINT_KEY`` is set) and the witness
     entry that vouches for it from outside the database; with ``out``, a JSON file to ship
     elsewhere. Refuses to sign a log that does not verify, or with neither key."""
-    from django.conf import settings
-
     hmac_key = str(getattr(settings, "AUDIT_CHECKPOINT_KEY", "") or "")
     found = _signing_witness()
     if found is None and not hmac_key:
@@ -143,8 +143,6 @@ def audit_checkpoint_create(*, out: Path | None = None) -> CheckpointOut:
             "AUDIT_CHECKPOINT_KEY"
         )
     if hmac_key:
-        from audit_app.checkpoint_reads import checkpoint_key
-
         hmac_key = checkpoint_key()  # refuses a short key
     # Read before the write turn (each project in its own snapshot): a full verification of
     # a large graph must not hold the database's write lock.

@@ -11,6 +11,7 @@ it is given.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -37,6 +38,19 @@ CLIENT_NAME = "pytest-mcp-client"
 #: How receipts name the identity a stdio server runs as by default in these tests.
 LOCAL_WRITE = "local:default/write"
 IDENTITY_FLAGS = ("--scope", "--api-key")
+#: A bare MCP initialize request, for tests that speak HTTP to the server themselves.
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+)
 
 T = TypeVar("T")
 Scenario = Callable[[ClientSession], Awaitable[T]]

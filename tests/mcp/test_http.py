@@ -4,28 +4,14 @@ an API key (see test_http_auth for the access rules)."""
 from __future__ import annotations
 
 import http.client
-import json
 import socket
 
 import pytest
 
 from memoryproject.management.commands.mcp_serve import transport_security_for
-from tests.mcp.conftest import structured, write_key
+from tests.mcp.conftest import INITIALIZE, structured, write_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-)
 
 
 def _post(port: int, host_header: str, key: str, origin: str | None = None) -> int:

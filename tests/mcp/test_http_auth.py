@@ -14,22 +14,9 @@ from django.db import connection
 from audit_app.models import InjectionRecord
 from graph_app.models import TemporalFact
 from memoryproject.models import ProjectAPIKey
-from tests.mcp.conftest import key_label, structured, text_of, write_key
+from tests.mcp.conftest import INITIALIZE, key_label, structured, text_of, write_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-)
 
 
 def _initialize(port: int, authorization: str | None) -> tuple[int, dict[str, str], bytes]:

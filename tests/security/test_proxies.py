@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import itertools
-import json
 import os
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memoryproject.proxies import client_address, proxied_scope, proxy_networks
 from tests.mcp.conftest import (
+    INITIALIZE,
     REPO,
     free_port,
     server_env,
@@ -43,18 +43,6 @@ PROXY, DIRECT = "127.0.0.2", "127.0.0.1"
 LIMIT = 3
 SERVED = {"TRUSTED_PROXIES": PROXY, "MEMORY_AUTH_FAILURES": str(LIMIT)}
 GUNICORN_CONF = REPO / "memoryproject" / "gunicorn_conf.py"
-INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-)
 _guesses = itertools.count()
 
 
