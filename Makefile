@@ -1,11 +1,11 @@
-# The one entry point: make run | test | lint | bench | demo
+# The one entry point: make run | test | lint | docs | bench | demo
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck bench bench-peer demo loadtest clean
+.PHONY: run test lint typecheck docs docs-serve bench bench-peer demo loadtest clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +19,23 @@ $(VENV)/.installed-dev: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(VENV)/.installed $@
 
+# Served as in production: gunicorn with memoryproject/gunicorn_conf.py (preloaded application,
+# warmed compiler indexes, static files through WhiteNoise); GUNICORN_* settings apply, and
+# RUN_ARGS adds gunicorn options (RUN_ARGS="--access-logfile -" logs every request).
 # DEBUG stays off (set DEBUG=1 to opt in); the secret key is made on first run in data/secret_key.
-# Plain HTTP suits a local address only: see "Safety defaults" in the README for a deployment.
-run: $(VENV)/.installed
+# Plain HTTP suits a local address only: see docs/security.md (Safety defaults) for a deployment.
+run: $(VENV)/.installed $(VENV)/.collectstatic
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
-	PLAIN_HTTP=$${PLAIN_HTTP:-1} $(PY) manage.py runserver $(HOST):$(PORT)
+	@echo "== serving http://$(HOST):$(PORT)/ through gunicorn (Ctrl-C stops it)"
+	PLAIN_HTTP=$${PLAIN_HTTP:-1} $(VENV)/bin/gunicorn memoryproject.wsgi -c memoryproject/gunicorn_conf.py --bind $(HOST):$(PORT) $(RUN_ARGS)
+
+# Static files collected into staticfiles/ once per install, as a deployment does (without the
+# directory WhiteNoise warns at every start); WhiteNoise serves each app's current files from
+# the source tree (WHITENOISE_USE_FINDERS), so an edited stylesheet needs no new collection.
+$(VENV)/.collectstatic: $(VENV)/.installed
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	touch $@
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -35,6 +46,16 @@ lint: $(VENV)/.installed-dev
 
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy .
+
+# The documentation site (mkdocs-material, docs/ and mkdocs.yml): built into site/ with every
+# warning an error, as CI builds it; docs-serve rebuilds on change at http://$(HOST):$(DOCS_PORT)
+DOCS_PORT ?= 8001
+# (NO_MKDOCS_2_WARNING quiets mkdocs-material's banner about its successor; it is no build warning)
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-serve: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict --dev-addr $(HOST):$(DOCS_PORT)
 
 bench: $(VENV)/.installed
 	DEBUG=1 $(PY) manage.py migrate --noinput
@@ -61,4 +82,4 @@ demo: $(VENV)/.installed
 	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) staticfiles site .pytest_cache .mypy_cache .ruff_cache

@@ -123,11 +123,24 @@ def test_the_landing_page_shows_no_filesystem_path(client):
     assert "mcp_serve" in html
 
 
-def test_make_run_serves_with_debug_off_and_needs_no_configuration():
+def _make_run_recipe() -> str:
     makefile = (ROOT / "Makefile").read_text()
-    recipe = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    return makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_make_run_serves_with_debug_off_and_needs_no_configuration():
+    recipe = _make_run_recipe()
     assert "DEBUG=" not in recipe and "SECRET_KEY" not in recipe
-    assert "runserver" in recipe
+    assert "PLAIN_HTTP=$${PLAIN_HTTP:-1}" in recipe
+
+
+def test_make_run_serves_through_gunicorn_as_production_does():
+    """docs/getting-started.md and docs/operations.md: `make run` is the production command."""
+    recipe = _make_run_recipe()
+    assert "runserver" not in recipe
+    assert "gunicorn memoryproject.wsgi -c memoryproject/gunicorn_conf.py" in recipe
+    production = (ROOT / "docs" / "operations.md").read_text()
+    assert "gunicorn memoryproject.wsgi -c memoryproject/gunicorn_conf.py" in production
 
 
 def _database_url() -> str:
@@ -172,10 +185,15 @@ def _get(url: str) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.fixture
 def production_server(tmp_path, transactional_db, default_project) -> Iterator[str]:
-    """The server as `make run` starts it: no DEBUG, no SECRET_KEY, plain HTTP on loopback."""
+    """The server as `make run` starts it: gunicorn with the deployed configuration, no DEBUG,
+    no SECRET_KEY, plain HTTP on loopback."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        [
+            *(sys.executable, "-m", "gunicorn", "memoryproject.wsgi"),
+            *("-c", "memoryproject/gunicorn_conf.py", "--bind", f"127.0.0.1:{port}"),
+            *("--workers", "1"),
+        ],
         cwd=ROOT,
         env=_env(tmp_path, PLAIN_HTTP="1", DATABASE_URL=_database_url()),
         stdout=subprocess.DEVNULL,
