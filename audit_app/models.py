@@ -116,7 +116,9 @@ class InjectionRecord(AppendOnlyModel):
         blank=True,
         db_index=False,
     )
-    source = models.CharField(max_length=16)  # plan | load | compile | prompt | erasure | purge
+    source = models.CharField(
+        max_length=16
+    )  # plan | load | item (audit_app.quarantine) | compile | prompt | erasure | purge
     channel = models.CharField(max_length=32)  # rest | mcp | cli | benchmark | ...
     # The authenticated identity: "api_key:<prefix> (<label>)" or "local:<project>/<scope>".
     client = models.CharField(max_length=200, blank=True)
@@ -338,7 +340,7 @@ class Review(models.Model):
     """
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="reviews")
-    source = models.CharField(max_length=16)  # plan | load
+    source = models.CharField(max_length=16)  # plan | load | item (audit_app.quarantine)
     created_at = models.DateTimeField()
     flagged_injection_id = models.PositiveBigIntegerField(
         null=True, blank=True, help_text="The receipt of the flagged plan (loads write none)."
@@ -384,8 +386,11 @@ class Review(models.Model):
         indexes = [models.Index(fields=["project", "state"], name="review_project_state")]
 
     def __str__(self) -> str:
-        what = "plan" if self.source == "plan" else "session load"
-        return f"Review #{self.pk} of a flagged {what} for {self.project} ({self.state})"
+        what = {"plan": "plan", "load": "session load", "item": "quarantined item"}
+        return (
+            f"Review #{self.pk} of a flagged {what.get(self.source, self.source)} for "
+            f"{self.project} ({self.state})"
+        )
 
 
 class FindingReview(ContradictionFinding):

@@ -17,12 +17,13 @@ from django.utils.safestring import SafeString
 from graph_app.contracts.graph import EntityUpsertInput
 from graph_app.models import Entity, Episode, GraphChange, TemporalFact
 from graph_app.services import entity_upsert
+from graph_app.write_screening import entity_screen
 from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
 from memoryproject.errors import ApplicationError
 
 
 class EntityForm(forms.ModelForm):
-    """Checks an edit with the service's own input model."""
+    """Checks an edit with the service's own input model and screening."""
 
     class Meta:
         model = Entity
@@ -39,6 +40,7 @@ class EntityForm(forms.ModelForm):
                     "aliases": data.get("aliases") or [],
                 }
             )
+            entity_screen(self.upsert)  # a secret in the entity's id refuses the edit here
         except ApplicationError as exc:
             field = exc.field if exc.field in self.fields else None
             self.add_error(field, exc.message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from graph_app.compiler import context_deliver
 from graph_app.contracts import graph as g
 from graph_app.contracts.compile import CompileInput, CompileResult
+from graph_app.contracts.entities import EntityUpsertResult
 from graph_app.selectors import entity_query, episode_get, fact_get, graph_as_of, integrity_verify
 from graph_app.services import entity_upsert, episode_record, fact_retract, fact_upsert
 from memoryproject.operations import Operation
@@ -33,7 +34,9 @@ EPISODE_RECORD = Operation(
     _created,
 )
 EPISODE_GET = Operation("memory_get_episode", g.EpisodeGetInput, g.EpisodeOut, "read", episode_get)
-ENTITY_UPSERT = Operation("entity_upsert", g.EntityUpsertInput, g.EntityOut, "write", entity_upsert)
+ENTITY_UPSERT = Operation(
+    "entity_upsert", g.EntityUpsertInput, EntityUpsertResult, "write", entity_upsert
+)
 ENTITY_QUERY = Operation(
     "memory_query_entity", g.EntityQueryInput, g.EntityQueryResult, "read", entity_query
 )

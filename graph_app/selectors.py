@@ -99,6 +99,7 @@ from graph_app.models import (
     GraphRevision,
     TemporalFact,
 )
+from graph_app.quarantine_reads import edges_held, episodes_held, facts_held
 from memoryproject import sql
 from memoryproject.collector import collector_paused
 from memoryproject.contracts import takes
@@ -339,12 +340,14 @@ def episode_find(*, episode_id: str, project_ids: Iterable[int] | None) -> Episo
 
 @takes(FactGetInput)
 def fact_get(*, project: Project, params: FactGetInput) -> FactOut:
-    return fact_view(fact_find(fact_id=params.fact_id, project_ids=[project.pk]))
+    fact = fact_view(fact_find(fact_id=params.fact_id, project_ids=[project.pk]))
+    return facts_held(project, [fact])[0]
 
 
 @takes(EpisodeGetInput)
 def episode_get(*, project: Project, params: EpisodeGetInput) -> EpisodeOut:
-    return episode_view(episode_find(episode_id=params.episode_id, project_ids=[project.pk]))
+    episode = episode_view(episode_find(episode_id=params.episode_id, project_ids=[project.pk]))
+    return episodes_held(project, [episode])[0]
 
 
 def episodes_recent(*, project: Project, limit: int, preview_chars: int) -> RecentEpisodes:
@@ -360,6 +363,7 @@ def episodes_recent(*, project: Project, limit: int, preview_chars: int) -> Rece
                 content_truncated=len(content) > preview_chars,
             )
         )
+    previews = episodes_held(project, previews)
     return RecentEpisodes(project=project.slug, count=len(previews), episodes=previews)
 
 
@@ -392,7 +396,9 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
     }
     start, end = params.offset, params.offset + params.limit
     pages: dict[str, list[Any]] = {
-        name: [_fact_out(rows[i], project.slug, now, status[i]) for i in items[start:end]]
+        name: facts_held(
+            project, [_fact_out(rows[i], project.slug, now, status[i]) for i in items[start:end]]
+        )
         for name, items in lists.items()
     }
     totals = {name: len(items) for name, items in lists.items()}
@@ -403,7 +409,7 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
         facts=pages["facts"],
         history=pages["history"],
         scheduled=pages["scheduled"],
-        episodes=[episode_view(e) for e in pages["episodes"]],
+        episodes=episodes_held(project, [episode_view(e) for e in pages["episodes"]]),
         ego_graph=EgoGraph(
             max_hops=params.max_hops,
             nodes=[
@@ -414,10 +420,14 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
                 )
                 for node, n in walk.node_page(start, end)
             ],
-            edges=[
-                EgoEdge(fact_id=e.fact_id, source=e.source, predicate=e.predicate, target=e.target)
-                for e in walk.edge_page(start, end)
-            ],
+            edges=edges_held(
+                [
+                    EgoEdge(
+                        fact_id=e.fact_id, source=e.source, predicate=e.predicate, target=e.target
+                    )
+                    for e in walk.edge_page(start, end)
+                ]
+            ),
         ),
         totals=totals,
         next_offset=end if any(total > end for total in totals.values()) else None,
@@ -1033,7 +1043,7 @@ def graph_as_of(*, project: Project, params: TimeTravelInput) -> TimeTravelResul
         known_at=known_at,
         count=len(ids),
         snapshot_hash=snapshot_hash,
-        facts=facts,
+        facts=facts_held(project, facts),
         next_offset=end if len(ids) > end else None,
     )
 

@@ -26,12 +26,10 @@ from typing import Any, Literal
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
+from graph_app.contracts.entities import EntityUpsertResult
 from graph_app.contracts.graph import (
     ENTITY_ID_MAX,
     ENTITY_ID_RE,
-    OBJECT_VALUE_MAX,
-    TITLE_MAX,
-    EntityOut,
     EntityUpsertInput,
     EpisodeRecordInput,
     EpisodeRecordResult,
@@ -68,9 +66,9 @@ from graph_app.selectors import (
     fact_view,
     instance_row,
 )
+from graph_app.write_screening import entity_screen, episode_screen, fact_screen
 from memoryproject import sql
 from memoryproject.contracts import takes
-from memoryproject.domain.screening import Screening, record_screen
 from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
 from memoryproject.screening import screening_out
@@ -258,8 +256,11 @@ def _entity_ids_sql(count: int) -> str:
 
 
 @takes(EntityUpsertInput)
-def entity_upsert(*, project: Project, params: EntityUpsertInput) -> EntityOut:
-    """Creates the entity or updates its kind, display name and aliases (those given)."""
+def entity_upsert(*, project: Project, params: EntityUpsertInput) -> EntityUpsertResult:
+    """Creates the entity or updates its kind, display name and aliases (those given). Secrets
+    in them are masked before anything is stored (one in its id refuses the write);
+    ``screening`` says what was masked and flagged."""
+    params, screened = entity_screen(params)
     with graph_write(project) as write:
         entity = Entity.objects.filter(project=project, slug=params.entity_id).first()
         created = entity is None
@@ -280,7 +281,8 @@ def entity_upsert(*, project: Project, params: EntityUpsertInput) -> EntityOut:
             _entity_sealed(write, entity, ChangeAction.CHANGED)
         # Indexes built over facts read their subject's name: mark those facts as changed.
         TemporalFact.objects.filter(project=project, subject=entity).update(revision=write.revision)
-    return entity_view(entity)
+    view = entity_view(entity).model_dump()
+    return EntityUpsertResult(**view, screening=screening_out(screened))
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -347,14 +349,11 @@ def fact_upsert(*, project: Project, params: FactUpsertInput) -> FactUpsertResul
     fact is closed at the new ``valid_from`` and superseded by the new one; re-asserting the
     active fact changes nothing; a fact starting before the recorded ones is kept as history.
     Answers the fact, whether it was created, its outcome (active, history or unchanged) and
-    the facts it superseded. Secrets in ``object_value`` are masked before anything is stored;
-    ``screening`` says what was masked and flagged.
+    the facts it superseded. Secrets in ``object_value`` are masked before anything is stored
+    (one in subject_id, predicate or object_entity refuses the write); ``screening`` says what
+    was masked and flagged.
     """
-    screened = record_screen({"object_value": params.object_value or ""})
-    if screened.masked:
-        params = params.model_copy(
-            update={"object_value": screened.fields["object_value"][:OBJECT_VALUE_MAX]}
-        )
+    params, screened = fact_screen(params)
     try:
         # The graph lock is taken first: what follows reads a settled chain.
         with graph_write(project) as write:
@@ -664,9 +663,10 @@ def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRe
     """Stores an immutable episode and links the entities it mentions (created on first
     mention). Recording the same ``external_id`` again with the same content answers the stored
     episode (``created: false``); with different content it is a conflict. Secrets in the
-    title, content and metadata values are masked before anything is stored (or compared);
+    title, content, files_touched and metadata (keys and values) are masked before anything is
+    stored (or compared); one in entities_mentioned or external_id refuses the write;
     ``screening`` says what was masked and flagged."""
-    params, screened = _episode_screen(params)
+    params, screened = episode_screen(params)
     report = screening_out(screened)
     with graph_write(project) as write:
         existing = _episode_recorded(project, params)
@@ -675,19 +675,6 @@ def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRe
             return episode_view(existing, EpisodeRecordResult, created=False, screening=report)
         episode = _episode_insert(write, params)
         return episode_view(episode, EpisodeRecordResult, created=True, screening=report)
-
-
-def _episode_screen(params: EpisodeRecordInput) -> tuple[EpisodeRecordInput, Screening]:
-    """The episode with its secrets masked, and what screening masked and flagged."""
-    fields: dict[str, Any] = {"title": params.title, "content": params.content}
-    if params.metadata:
-        fields["metadata"] = params.metadata
-    screened = record_screen(fields)
-    if not screened.masked:
-        return params, screened
-    update = dict(screened.fields)
-    update["title"] = update["title"][:TITLE_MAX]
-    return params.model_copy(update=update), screened
 
 
 #: What an episode recorded again under its external_id must repeat (with its metadata and,

@@ -48,7 +48,7 @@ from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (
     "graph_app.compiler",

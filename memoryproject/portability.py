@@ -25,6 +25,9 @@ Why the rules on import (``import_memory`` and the README say them to the user):
   every row is held to the API's rules for its kind, and every reference must resolve to a row
   of the same file (``import_references``), never to another project's. Hashes are recomputed
   by the verification, never taken from the file.
+- Every row is screened as the API screens a write (``import_screening``): a row holding a
+  secret refuses the import (it keeps its hashes, so it cannot be masked), instruction-like
+  passages are kept and listed as warnings.
 - The whole import is one transaction, verified before it commits: a refused or failed import
   writes nothing.
 """
@@ -71,6 +74,7 @@ from memoryproject.export_file import (
     import_file_read,
 )
 from memoryproject.import_references import import_references_check
+from memoryproject.import_screening import import_screen
 from memoryproject.models import Project
 from memoryproject.reads import read_snapshot
 from memoryproject.timeutil import to_utc, utcnow
@@ -311,6 +315,7 @@ def _import_rows(
             f"receipts: {refusal}; import into an empty database or pass --skip-receipts"
         )
     import_references_check(file, receipts=not skip)
+    flagged = import_screen(file, receipts=not skip)
     if skip:
         texts = {"delivered_text", "erased_text"}
         by_table = {k: ([] if k in texts else v) for k, v in by_table.items()}
@@ -331,9 +336,11 @@ def _import_rows(
     _sequences_reset()
     counts = {name: len(rows) for name, rows in by_table.items()}
     counts["receipt"] = 0 if skip else len(receipts)
-    return _verified(
+    result = _verified(
         project, counts, "skipped" if skip and receipts else "imported" if receipts else "none"
     )
+    result.warnings += flagged
+    return result
 
 
 def _verified(project: Project, counts: dict[str, int], receipts: str) -> ImportResult:

@@ -25,7 +25,12 @@ from memoryproject.contracts import (
     rule_error,
 )
 from memoryproject.errors import ApplicationError, validation_error
-from memoryproject.screening import FlaggedOut, ScreeningOut
+from memoryproject.screening import (
+    QUARANTINED_DESCRIPTION,
+    FlaggedOut,
+    QuarantinedOut,
+    ScreeningOut,
+)
 
 Decision = Literal["PASS", "REFINE", "ESCALATE"]
 Mode = Literal["auto", "force", "dry_run"]
@@ -235,7 +240,9 @@ class PlanSignals(TrustSignals):
         "ua (0.6 each, at most 1). Such context is never injected in mode auto.",
     )
     flagged: list[FlaggedOut] | None = Field(
-        None, description="The instruction-like passages, quoted, with the field and rule."
+        None,
+        description="The instruction-like passages of the context, with the field and rule; "
+        "the passage itself is withheld.",
     )
 
 
@@ -285,6 +292,9 @@ class PlanResult(_Scored):
     )
     approved_by: str | None = Field(
         None, description="Present when the context delivered is one a reviewer approved."
+    )
+    quarantined: list[QuarantinedOut] = Field(
+        default_factory=list, description=QUARANTINED_DESCRIPTION
     )
 
 

@@ -21,7 +21,7 @@ _END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 def _fact(row: dict[str, Any]) -> RefDoc:
     subject, obj = row["subject__slug"], row["object_entity__slug"]
-    line, _ = fact_line(
+    line, _, _ = fact_line(
         fact_id=row["id"],
         subject=subject,
         predicate=row["predicate"],
@@ -58,7 +58,7 @@ def _fact(row: dict[str, Any]) -> RefDoc:
 def _episode(row: dict[str, Any]) -> RefDoc:
     files = [str(f) for f in row["files_touched"] or []]
     occurred: datetime = row["occurred_at"]
-    line, _ = episode_line(
+    line, _, _ = episode_line(
         episode_id=row["id"],
         category=row["category"],
         title=row["title"],

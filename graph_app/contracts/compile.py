@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from memoryproject.contracts import (
     AwareDatetime,
@@ -16,9 +16,17 @@ from memoryproject.contracts import (
     RequiredText,
     UtcDatetime,
 )
+from memoryproject.domain.screening import text_mask
+from memoryproject.screening import QUARANTINED_DESCRIPTION, QuarantinedOut
 
 TIMESTAMP_FORMAT = "ISO-8601 with a timezone, e.g. 2026-04-20T09:30:00Z."
 QUERY_MAX_CHARS = 4_000
+
+
+def _query_masked(query: str) -> str:
+    """The query with its secrets masked (``[masked:<kind>]``), once, as it is parsed: the
+    compile, its receipt's request (and so an export) never hold them."""
+    return text_mask(query)[0]
 
 
 class CompileInput(Input):
@@ -27,8 +35,10 @@ class CompileInput(Input):
         Field(
             max_length=QUERY_MAX_CHARS,
             description="The task or question the agent is about to work on, in words and "
-            "identifiers.",
+            "identifiers. Secrets in it are masked ([masked:<kind>]) before it is compiled or "
+            "receipted.",
         ),
+        AfterValidator(_query_masked),
     ]
     max_tokens: Annotated[
         int,
@@ -192,6 +202,9 @@ class CompileResult(Output):
     items: list[CompiledItem]
     citations: list[str]
     suppressed_stale: int = Field(description="Superseded or retracted facts left out.")
+    quarantined: list[QuarantinedOut] = Field(
+        default_factory=list, description=QUARANTINED_DESCRIPTION
+    )
     injection_id: int | None = Field(
         None, description="The receipt of this delivery in the injection log (REST and MCP)."
     )

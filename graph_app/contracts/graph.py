@@ -393,8 +393,15 @@ class EpisodeGetInput(Input):
 # --- outputs ----------------------------------------------------------------------------------
 
 
+#: A record read's mark on an item screening flagged (its text fields are then withheld).
+QUARANTINED_FIELD = (
+    "Present when screening flagged the item: why ('field: kind (rule)'). Its recorded text "
+    "is then withheld until a reviewer releases it (docs/spotlighting.md)."
+)
+
+
 class FactOut(Output):
-    omit_when_none = frozenset({"revision"})
+    omit_when_none = frozenset({"revision", "quarantined"})
 
     id: str
     project: str
@@ -415,9 +422,12 @@ class FactOut(Output):
     revision: int | None = Field(
         None, description="Graph revision of the fact's last change (absent in time travel)."
     )
+    quarantined: list[str] | None = Field(None, description=QUARANTINED_FIELD)
 
 
 class EpisodeOut(Output):
+    omit_when_none = frozenset({"quarantined"})
+
     id: str
     project: str
     category: Category
@@ -431,6 +441,7 @@ class EpisodeOut(Output):
     external_id: str | None
     sha256: str
     revision: int
+    quarantined: list[str] | None = Field(None, description=QUARANTINED_FIELD)
 
 
 class EntityOut(Output):
@@ -467,7 +478,7 @@ class FactRetractResult(Output):
 
 
 class EpisodeRecordResult(EpisodeOut):
-    omit_when_none = frozenset({"screening"})
+    omit_when_none = frozenset({"screening", "quarantined"})
 
     created: bool = Field(description="False when the same external_id was already recorded.")
     screening: ScreeningOut | None = Field(None, description=SCREENING_DESCRIPTION)

@@ -36,6 +36,11 @@ class IndexItem:
     line_tokens: int = -1
     # the source's content hash (a fact's as known, in a replay), which receipts record
     sha256: str = ""
+    # characters at the end of ``line`` never truncated (the spotlight's closing mark, ...)
+    tail: int = 0
+    # why screening flagged the item's recorded text ("; "-joined reasons; "" when clean):
+    # a flagged item is quarantined, never delivered until released
+    flags: str = ""
 
 
 _ITEM_FIELDS = tuple(f.name for f in fields(IndexItem))
@@ -85,9 +90,9 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
         raise TypeError("an item whose order is not (float, int) is not stored")
     arrays: Arrays = {
         name: strings.ids(map(attrgetter(name), items))
-        for name in ("kind", "id", "citation", "line", "section", "external_id", "sha256")
+        for name in ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
     }
-    for name in ("keep", "line_tokens"):
+    for name in ("keep", "line_tokens", "tail"):
         arrays[name] = np.fromiter(map(attrgetter(name), items), dtype=np.int64)
     arrays["order.time"] = np.fromiter(map(itemgetter(0), orders), dtype=np.float64)
     arrays["order.position"] = np.fromiter(map(itemgetter(1), orders), dtype=np.int64)
@@ -129,6 +134,8 @@ def _items_read(arrays: Mapping[str, np.ndarray], strings: np.ndarray) -> list[o
         "external_id": text("external_id"),
         "line_tokens": arrays["line_tokens"].tolist(),
         "sha256": text("sha256"),
+        "tail": arrays["tail"].tolist(),
+        "flags": text("flags"),
     }
     if tuple(columns) != _ITEM_FIELDS:
         raise TypeError(f"IndexItem's fields are {_ITEM_FIELDS}, not {tuple(columns)}")

@@ -27,14 +27,16 @@ MIN_TRUNCATED_TOKENS = 24
 
 @dataclass(frozen=True)
 class PackItem:
-    """One candidate line. ``text[:keep]`` (the citation) is never cut; the rest may be
-    truncated when ``truncatable``. ``order`` sorts lines inside their section."""
+    """One candidate line. ``text[:keep]`` (the citation) and the last ``tail`` characters
+    (what closes the line) are never cut; what lies between may be truncated when
+    ``truncatable``. ``order`` sorts lines inside their section."""
 
     key: str
     text: str
     utility: float
     section: str = ""
     keep: int = 0
+    tail: int = 0
     truncatable: bool = False
     order: tuple = field(default=())
     # whether the packer may ask for a preview of it (costly: only for items that have one)
@@ -83,13 +85,13 @@ def truncate(item: PackItem, max_tokens: int, count: Callable[[str], int]) -> Pa
         return item
     if not item.truncatable:
         return None
-    head, body = item.text[: item.keep], item.text[item.keep :]
-    if count(head + ELLIPSIS) > max_tokens:
+    head, body, end = split_line(item)
+    if count(head + ELLIPSIS + end) > max_tokens:
         return None
     low, high = 0, len(body)
     while low < high:
         mid = (low + high + 1) // 2
-        if count(head + body[:mid] + ELLIPSIS) <= max_tokens:
+        if count(head + body[:mid] + ELLIPSIS + end) <= max_tokens:
             low = mid
         else:
             high = mid - 1
@@ -97,7 +99,13 @@ def truncate(item: PackItem, max_tokens: int, count: Callable[[str], int]) -> Pa
     space = cut.rfind(" ")
     if space > len(cut) // 2:
         cut = cut[:space]
-    return replace(item, text=head + cut.rstrip() + ELLIPSIS)
+    return replace(item, text=head + cut.rstrip() + ELLIPSIS + end)
+
+
+def split_line(item: PackItem) -> tuple[str, str, str]:
+    """(head, body, tail) of the item's line: only the body may be cut."""
+    end = len(item.text) - item.tail
+    return item.text[: item.keep], item.text[item.keep : end], item.text[end:]
 
 
 _Candidate = tuple[PackItem, int, bool]  # the line, its tokens (newline included), truncated

@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from graph_app.domain.tokenize import month_words
+from memoryproject.domain.spotlight import CLOSE, OPEN, neutral
 
 EPISODE_TAGS = {
     "adr": "ADR",
@@ -100,15 +101,18 @@ def fact_line(
     status: str,
     source_episode: str | None,
     sha256: str,
-) -> tuple[str, int]:
-    """(line, length of the part that is never truncated)."""
-    head = f"{fact_citation(fact_id)} {subject} --({predicate})--> "
+) -> tuple[str, int, int]:
+    """(line, length of the head that is never truncated, length of the tail that is never
+    truncated). The recorded text (subject, predicate, value) stands between the spotlight
+    marks; the citation, dates and hash, which the service writes, outside them."""
+    head = f"{fact_citation(fact_id)} {OPEN}{neutral(subject)} --({neutral(predicate)})--> "
     when = f"valid_from={day(valid_from)}"
     if valid_until is not None:
         when += f", valid_until={day(valid_until)}, {status}"
     if source_episode:
         when += f", src={source_episode}"
-    return f"{head}{one_line(object_value)} ({when}) @sha256:{sha256[:8]}", len(head)
+    tail = f"{CLOSE} ({when}) @sha256:{sha256[:8]}"
+    return f"{head}{neutral(one_line(object_value))}{tail}", len(head), len(tail)
 
 
 def episode_line(
@@ -120,16 +124,19 @@ def episode_line(
     occurred_at: datetime | None,
     files: Sequence[str],
     external_id: str | None = None,
-) -> tuple[str, int]:
-    """(line, length of the part that is never truncated: citation, title, date, files).
-    ``occurred_at`` None leaves the date out (when a section heading already gives the day)."""
-    head = f"{episode_citation(episode_id, category, external_id)} {one_line(title)}"
+) -> tuple[str, int, int]:
+    """(line, length of the head that is never truncated: citation, title, date, files; length
+    of the tail, 0). ``occurred_at`` None leaves the date out (when a section heading already
+    gives the day). The recorded text runs from the opening spotlight mark to the end of the
+    line (a line holds one item and recorded text never a line break): no closing mark, one
+    token less per item (docs/spotlighting.md)."""
+    head = f"{episode_citation(episode_id, category, external_id)} {OPEN}{neutral(one_line(title))}"
     if occurred_at is not None:
         head += f" ({day(occurred_at)})"
     if files:
-        head += f" | files: {', '.join(files)}"
+        head += f" | files: {neutral(', '.join(files))}"
     head += " | "
-    return head + one_line(content), len(head)
+    return head + neutral(one_line(content)), len(head), 0
 
 
 def fact_text(

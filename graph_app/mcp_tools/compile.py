@@ -14,6 +14,8 @@ from pydantic import Field
 from graph_app.compiler import context_compile, delivery_receipt
 from graph_app.contracts.compile import QUERY_MAX_CHARS, CompileInput, CompileResult
 from graph_app.operations import CONTEXT_COMPILE
+from graph_app.quarantine_holds import deliveries_held
+from memoryproject.domain.screening import text_mask
 from memoryproject.mcp import WRITE, MemoryServer, add_tool, prompt_render
 from memoryproject.writes import write_transaction
 
@@ -67,6 +69,7 @@ def prompt_with_memory(
     text = frame(compiled.markdown if compiled.items else "")
     caller = server.caller()
     with write_transaction():  # the turn spans the receipt only, as context_deliver's
+        deliveries_held(project=target, held=compiled.quarantined)
         delivery_receipt(
             project=target,
             caller=caller,
@@ -92,6 +95,8 @@ def _register_briefing(server: MemoryServer) -> None:
             str, Field(description="Component, module or entity id, e.g. auth_service.")
         ],
     ) -> list[UserMessage]:
+        component = text_mask(component)[0]  # never a secret in the prompt or its receipt
+
         def frame(markdown: str) -> str:
             return (
                 f"Brief me on the architecture of `{component}`: what it is, what it depends on, "
@@ -119,6 +124,8 @@ def _register_bug_context(server: MemoryServer) -> None:
     def bug_investigation_context(
         symptom: Annotated[str, Field(description="The observed symptom or error message.")],
     ) -> list[UserMessage]:
+        symptom = text_mask(symptom)[0]  # never a secret in the prompt or its receipt
+
         def frame(markdown: str) -> str:
             return (
                 f"Investigate this symptom: {symptom}\n\nBefore changing code, check the "

@@ -35,6 +35,8 @@ from graph_app.operations import (
     TIME_TRAVEL,
 )
 from memoryproject.contracts import Output
+from memoryproject.domain.spotlight import PREAMBLE, PREAMBLE_LINE, Quarantined, quarantine_line
+from memoryproject.domain.spotlight import data as spotlight
 from memoryproject.mcp import (
     DESTRUCTIVE,
     IDEMPOTENT_WRITE,
@@ -56,18 +58,29 @@ UPSERT_HEADS = {
 }
 
 
+def _held(kind: str, item_id: str, reasons: list[str]) -> str:
+    """A quarantined item as a read shows it: the label first, never its text."""
+    return quarantine_line(Quarantined(kind, item_id, tuple(reasons)))[2:]
+
+
 def _fact_line(fact: FactOut) -> str:
+    if fact.quarantined:
+        return _held("fact", fact.id, fact.quarantined)
     data = fact.as_json()
     span = f"valid {data['valid_from']} .. {data['valid_until'] or 'now'}"
-    return (
-        f"[{fact.id}] {fact.subject} --({fact.predicate})--> {fact.object_value} "
-        f"({fact.status}, {span})"
-    )
+    recorded = spotlight(f"{fact.subject} --({fact.predicate})--> {fact.object_value}")
+    return f"[{fact.id}] {recorded} ({fact.status}, {span})"
+
+
+def _episode_head(episode: EpisodeOut) -> str:
+    if episode.quarantined:
+        return _held("episode", episode.id, episode.quarantined)
+    return f"[{episode.id}] {episode.category}: {spotlight(episode.title)}"
 
 
 def render_episode(data: EpisodeRecordResult) -> str:
     verb = "recorded" if data.created else "already recorded (same external_id)"
-    return f"Episode {verb}: [{data.id}] {data.category}: {data.title}\nsha256={data.sha256}"
+    return f"Episode {verb}: {_episode_head(data)}\nsha256={data.sha256}"
 
 
 def render_fact(data: FactUpsertResult) -> str:
@@ -82,15 +95,21 @@ def render_retract(data: FactRetractResult) -> str:
 
 def render_entity(data: EntityQueryResult) -> str:
     entity, ego = data.entity, data.ego_graph
-    lines = [f"Entity {entity.id} ({entity.kind or 'unknown kind'})", "Facts:"]
+    lines = [
+        f"Entity {spotlight(entity.id)} ({entity.kind or 'unknown kind'}; {PREAMBLE})",
+        "Facts:",
+    ]
     lines += [f"- {_fact_line(f)}" for f in data.facts] or ["- (none)"]
     if data.history:
         lines += ["History:", *(f"- {_fact_line(f)}" for f in data.history)]
     if data.episodes:
-        lines += ["Episodes:", *(f"- [{e.id}] {e.category}: {e.title}" for e in data.episodes)]
-    nodes = ", ".join(f"{n.id}({n.hops})" for n in ego.nodes)
+        lines += ["Episodes:", *(f"- {_episode_head(e)}" for e in data.episodes)]
+    nodes = ", ".join(f"{spotlight(n.id)}({n.hops})" for n in ego.nodes)
     lines.append(f"Ego graph within {ego.max_hops} hops: {nodes}")
-    lines += [f"- {e.source} --({e.predicate})--> {e.target} [{e.fact_id}]" for e in ego.edges]
+    lines += [
+        f"- {spotlight(f'{e.source} --({e.predicate})--> {e.target}')} [{e.fact_id}]"
+        for e in ego.edges
+    ]
     return "\n".join(lines)
 
 
@@ -98,7 +117,7 @@ def render_time_travel(data: TimeTravelResult) -> str:
     head = data.as_json()
     lines = [
         f"{data.count} fact(s) valid at {head['as_of']} as known at {head['known_at']} "
-        f"(snapshot {data.snapshot_hash}):"
+        f"(snapshot {data.snapshot_hash}; {PREAMBLE}):"
     ]
     lines += [f"- {_fact_line(f)}" for f in data.facts]
     return "\n".join(lines)
@@ -122,11 +141,13 @@ def render_integrity(data: IntegrityResult) -> str:
 
 
 def render_episode_text(data: EpisodeOut) -> str:
-    files = f"\nfiles: {', '.join(data.files_touched)}" if data.files_touched else ""
-    own = f" ({data.external_id})" if data.external_id else ""
+    if data.quarantined:
+        return _held("episode", data.id, data.quarantined)
+    files = f"\nfiles: {spotlight(', '.join(data.files_touched))}" if data.files_touched else ""
+    own = f" ({spotlight(data.external_id)})" if data.external_id else ""
     return (
-        f"[{data.id}]{own} {data.category}: {data.title} "
-        f"(occurred {data['occurred_at']}){files}\n\n{data.content}"
+        f"{PREAMBLE_LINE}\n[{data.id}]{own} {data.category}: {spotlight(data.title)} "
+        f"(occurred {data['occurred_at']}){files}\n\n{spotlight(data.content)}"
     )
 
 

@@ -94,7 +94,7 @@ def test_a_flagged_plan_waits_in_the_queue_with_reason_score_signals_and_text(
     listing = reviewer.get(REVIEWS).content.decode()
     assert "Trust score 0.7000 below threshold 0.7500" in listing
     page = reviewer.get(f"{REVIEWS}{review.pk}/change/").content.decode()
-    assert 'id="review-text"' in page and "Active project: memoryproject" in page
+    assert 'id="review-text"' in page and "Active project: «memoryproject" in page
     assert 'id="review-decision-form"' in page and "0.7" in page
     assert f"/admin/audit_app/injectionrecord/{body['injection_id']}/change/" in page
 

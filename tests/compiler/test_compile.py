@@ -73,7 +73,7 @@ def test_fact_line_cites_id_validity_source_and_hash(default_project):
     )
     result = context_compile(project=default_project, query="auth_service token format")
     fact = fact["fact"]
-    line = f"[FACT:{fact['id']}] auth_service --(uses_token_format)--> PASETO_v4_public "
+    line = f"[FACT:{fact['id']}] «auth_service --(uses_token_format)--> PASETO_v4_public» "
     line += f"(valid_from=2026-04-20, src={source['id']}) @sha256:{fact['sha256'][:8]}"
     assert line in result["markdown"].splitlines()
     assert f"[FACT:{fact['id']}]" in result["citations"]
@@ -91,9 +91,9 @@ def test_episode_line_has_category_tag_title_files_and_content(default_project):
     result = context_compile(project=default_project, query="ledger balance invariant")
     assert "## Episodes 2026-03-02" in result["markdown"]
     assert (
-        f"[INVARIANT:{episode['id']}] Ledger balances are never negative | files: "
+        f"[INVARIANT:{episode['id']}] «Ledger balances are never negative | files: "
         "src/ledger/balance.py | Every debit checks the balance inside the same transaction."
-    ) in result["markdown"]
+    ) in result["markdown"].splitlines()
     assert result["items"][0]["kind"] == "episode"
 
 
@@ -205,7 +205,11 @@ def test_long_episode_is_truncated_but_still_cited(default_project):
     result = context_compile(project=default_project, query="order outbox events", max_tokens=200)
     assert result["items"][0]["id"] == episode["id"]
     assert result["items"][0]["truncated"] is True
-    assert f"[ADR:{episode['id']}] Outbox pattern for order events |" in result["markdown"]
+    line = next(
+        x for x in result["markdown"].splitlines() if x.startswith(f"[ADR:{episode['id']}]")
+    )
+    assert line.startswith(f"[ADR:{episode['id']}] «Outbox pattern for order events |")
+    assert line.endswith("…")
     assert result["token_count"] <= 200
 
 
@@ -306,7 +310,7 @@ def test_episode_is_cited_by_its_short_external_id(default_project):
         external_id="ADR-0012",
     )
     result = context_compile(project=default_project, query="order events outbox")
-    assert "[ADR:ADR-0012] Outbox for order events | order_service" in result["markdown"]
+    assert "[ADR:ADR-0012] «Outbox for order events | order_service" in result["markdown"]
     assert adr["id"] not in result["markdown"]  # the shorter id stands for it
     item = result["items"][0]
     assert (item["id"], item["external_id"], item["citation"]) == (
@@ -330,7 +334,7 @@ def test_external_ids_that_could_mislead_are_not_cited(default_project, external
         external_id=external_id,
     )
     result = context_compile(project=default_project, query="order events outbox")
-    assert f"[ADR:{episode['id']}] Outbox" in result["markdown"]
+    assert f"[ADR:{episode['id']}] «Outbox" in result["markdown"]
     assert result["items"][0]["external_id"] == external_id
     assert result["items"][0]["citation"] == f"[ADR:{episode['id']}]"
 

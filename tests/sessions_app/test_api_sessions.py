@@ -9,6 +9,7 @@ from audit_app.models import InjectionRecord
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens
 from sessions_app.models import SessionSummary, Trace
+from sessions_app.services import SUMMARY_PREAMBLE
 from tests.sessions_app.factories import (
     STRUCTURED_SUMMARY,
     ProjectFactory,
@@ -45,7 +46,8 @@ def test_a_structured_summary_saves_as_a_passing_trace_and_loads(api):
     assert loaded["summary"] == STRUCTURED_SUMMARY.strip()
     header, _, rest = loaded["system_prompt"].partition("\n")
     assert header.startswith(f"SESSION_CONTEXT: (trust={body['trust_score']:.2f}, saved ")
-    assert rest == STRUCTURED_SUMMARY.strip()
+    # The summary is delivered spotlighted: said to be data, between the marks.
+    assert rest == f"{SUMMARY_PREAMBLE}\n«{STRUCTURED_SUMMARY.strip()}»"
 
 
 def test_a_vague_summary_of_the_same_length_saves_but_is_refused_by_load(api):

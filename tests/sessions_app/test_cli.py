@@ -18,6 +18,7 @@ from django.core.management import call_command
 from audit_app.models import InjectionRecord
 from memoryproject.timeutil import utcnow
 from sessions_app.models import SessionSummary
+from sessions_app.services import SUMMARY_PREAMBLE
 from tests.sessions_app.factories import (
     STRUCTURED_SUMMARY,
     ProjectFactory,
@@ -48,7 +49,7 @@ def test_text_prints_the_session_context_block_and_receipts_it_as_cli():
     assert status == 0
     header, _, rest = out.partition("\n")
     assert header.startswith(f"SESSION_CONTEXT: (trust={saved.trust_score:.2f}, saved ")
-    assert rest == saved.summary
+    assert rest == f"{SUMMARY_PREAMBLE}\n«{saved.summary}»\n"  # stdout ends it with a newline
     record = InjectionRecord.objects.get()
     assert (record.source, record.channel, record.client) == ("load", "cli", "load_session")
     assert record.trace_ids == [str(saved.trace.trace_id)]
@@ -164,7 +165,7 @@ def test_save_from_a_file_scores_and_stores_the_summary(tmp_path):
     assert f"trace {saved.trace.trace_id}" in out
     assert "PASS" in out and "missing     nothing" in out
     # What was saved is what the hook loads next.
-    assert run("load_session", "--project", "billing")[1].rstrip("\n").endswith(saved.summary)
+    assert run("load_session", "--project", "billing")[1].rstrip("\n").endswith(f"{saved.summary}»")
 
 
 def test_save_from_stdin_with_json_answers_as_rest_does(api, monkeypatch):

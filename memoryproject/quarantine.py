@@ -1,0 +1,61 @@
+"""Where deliveries ask which flagged items a reviewer released, and where they queue the ones
+they hold back: the foundation's side of the review queue.
+
+The review queue lives in ``audit_app`` (``audit_app.quarantine``), above the apps that
+deliver memory; it fills this registry in its ``AppConfig.ready()``, so ``graph_app`` and
+``sessions_app`` reach it without importing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memoryproject.models import Project
+
+Released = Callable[..., set[tuple[str, str]]]
+Hold = Callable[..., Any]
+
+
+@dataclass
+class _Registry:
+    released: Released | None = None
+    hold: Hold | None = None
+
+
+_registry = _Registry()
+
+
+def quarantine_register(*, released: Released, hold: Hold) -> None:
+    """Called once by the review queue's app when it is ready."""
+    _registry.released, _registry.hold = released, hold
+
+
+def items_released(
+    *, project: Project, items: Iterable[tuple[str, str, str]]
+) -> set[tuple[str, str]]:
+    """Which of the flagged ``(kind, id, sha256)`` a reviewer released, as ``(kind, id)``."""
+    wanted = list(items)
+    if not wanted:
+        return set()
+    if _registry.released is None:
+        raise RuntimeError("the review queue (audit_app) is not installed")
+    return _registry.released(project=project, items=wanted)
+
+
+def item_hold(
+    *,
+    project: Project,
+    kind: str,
+    item_id: str,
+    sha256: str,
+    reasons: Sequence[str],
+    text: str,
+) -> None:
+    """Queues a flagged item for review (once), in the caller's transaction."""
+    if _registry.hold is None:
+        raise RuntimeError("the review queue (audit_app) is not installed")
+    _registry.hold(
+        project=project, kind=kind, item_id=item_id, sha256=sha256, reasons=reasons, text=text
+    )
