@@ -346,7 +346,9 @@ def fact_get(*, project: Project, params: FactGetInput) -> FactOut:
 
 @takes(EpisodeGetInput)
 def episode_get(*, project: Project, params: EpisodeGetInput) -> EpisodeOut:
-    episode = episode_view(episode_find(episode_id=params.episode_id, project_ids=[project.pk]))
+    episode: EpisodeOut = episode_view(
+        episode_find(episode_id=params.episode_id, project_ids=[project.pk])
+    )
     return episodes_held(project, [episode])[0]
 
 

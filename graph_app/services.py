@@ -71,6 +71,7 @@ from memoryproject import sql
 from memoryproject.contracts import takes
 from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
+from memoryproject.quarantine import record_hold
 from memoryproject.screening import screening_out
 from memoryproject.timeutil import utcnow
 from memoryproject.witness import graph_stream, witness_head_advance
@@ -358,6 +359,15 @@ def fact_upsert(*, project: Project, params: FactUpsertInput) -> FactUpsertResul
         # The graph lock is taken first: what follows reads a settled chain.
         with graph_write(project) as write:
             placed = _fact_place(write, params=params)
+            if placed.created:
+                record_hold(
+                    project=project,
+                    kind="fact",
+                    item_id=placed.fact.id,
+                    sha256=placed.fact.sha256,
+                    flags=screened.flagged,
+                    record=placed.fact.as_json(),
+                )
             return FactUpsertResult(
                 fact=placed.fact,
                 created=placed.created,
@@ -674,7 +684,16 @@ def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRe
             transaction.set_rollback(True)  # nothing written: undo the revision bump
             return episode_view(existing, EpisodeRecordResult, created=False, screening=report)
         episode = _episode_insert(write, params)
-        return episode_view(episode, EpisodeRecordResult, created=True, screening=report)
+        answer = episode_view(episode, EpisodeRecordResult, created=True, screening=report)
+        record_hold(
+            project=project,
+            kind="episode",
+            item_id=answer.id,
+            sha256=answer.sha256,
+            flags=screened.flagged,
+            record=answer.as_json(),
+        )
+        return answer
 
 
 #: What an episode recorded again under its external_id must repeat (with its metadata and,

@@ -8,10 +8,13 @@ deliver memory; it fills this registry in its ``AppConfig.ready()``, so ``graph_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryproject.domain.screening import Flag
+from memoryproject.domain.spotlight import flag_reasons
 from memoryproject.models import Project
 
 Released = Callable[..., set[tuple[str, str]]]
@@ -59,3 +62,26 @@ def item_hold(
     _registry.hold(
         project=project, kind=kind, item_id=item_id, sha256=sha256, reasons=reasons, text=text
     )
+
+
+def record_hold(
+    *,
+    project: Project,
+    kind: str,
+    item_id: str,
+    sha256: str,
+    flags: Iterable[Flag],
+    record: Mapping[str, Any],
+) -> None:
+    """Queues a record a write found flagged (nothing when ``flags`` is empty), with the record
+    as JSON for the reviewer: the review queue holds every flagged item from its write on."""
+    reasons = flag_reasons(flags)
+    if reasons:
+        item_hold(
+            project=project,
+            kind=kind,
+            item_id=item_id,
+            sha256=sha256,
+            reasons=reasons,
+            text=json.dumps(dict(record), ensure_ascii=False, indent=2, default=str),
+        )

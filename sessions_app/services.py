@@ -38,7 +38,7 @@ from memoryproject.domain.spotlight import (
 )
 from memoryproject.errors import ConflictError, validation_error
 from memoryproject.models import Project
-from memoryproject.quarantine import item_hold, items_released
+from memoryproject.quarantine import item_hold, items_released, record_hold
 from memoryproject.screening import quarantined_out, screening_out, write_screened
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.tokens import count_tokens
@@ -64,6 +64,7 @@ from sessions_app.domain.context import (
     context_score,
     context_screen,
     system_prompt_render,
+    trace_flags,
     traces_sorted,
 )
 from sessions_app.domain.summary import summary_score
@@ -73,6 +74,7 @@ from sessions_app.selectors import (
     session_summary_latest,
     summary_fields,
     summary_sha256,
+    trace_sha256,
     trace_view,
     traces_recent,
 )
@@ -164,7 +166,33 @@ def trace_record(*, project: Project, params: TraceInput) -> TraceOut:
             status_code=params.status_code,
             metadata=metadata,
         )
-    return trace_view(trace, screening=screening_out(screened))
+        view = trace_view(trace, screening=screening_out(screened))
+        _trace_hold(project, trace, view)
+    return view
+
+
+def _trace_hold(project: Project, trace: Trace, view: TraceOut) -> None:
+    """Queues a trace whose delivered fields screening flags (what a plan would quarantine)."""
+    sha = trace_sha256(trace)
+    delivered = TraceView(
+        trace_id=str(trace.trace_id),
+        model=trace.model,
+        trust_score=trace.trust_score,
+        risk=trace.risk,
+        metadata=trace.metadata,
+        sha256=sha,
+    )
+    flags = trace_flags(delivered)
+    if flags:
+        record = {k: v for k, v in view.as_json().items() if k != "screening"}
+        record_hold(
+            project=project,
+            kind="trace",
+            item_id=delivered.trace_id,
+            sha256=sha,
+            flags=flags,
+            record=record,
+        )
 
 
 # ---- plan -----------------------------------------------------------------------------------
