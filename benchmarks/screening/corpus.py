@@ -1,6 +1,7 @@
 """The screening corpus: probes (attempts to instruct an agent, by family and language), benign
 text that must pass (engineering notes, LLM-tooling notes, dialogue, several languages) and
-secrets by form, read from ``data/<split>.toml``.
+secrets by form, read from ``data/<split>.toml``; and the host texts timed items are made of
+(``data/hosts.toml``).
 
 A probe may name a ``transform`` that disguises its ``payload`` the way an attacker would
 (homoglyphs, zero-width characters, fullwidth, encodings); the disguise is applied here so that
@@ -40,6 +41,14 @@ class Secret:
     form: str
     text: str
     secret: str
+
+
+@dataclass(frozen=True)
+class Host:
+    """A text memory holds day to day (about 2 KB), that timed items are made of."""
+
+    topic: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -112,3 +121,10 @@ def corpus_load(split: str) -> Corpus:
         tuple(Benign(r["lang"], r["topic"], r["text"]) for r in data.get("benign", [])),
         tuple(Secret(r["form"], r["text"], r["secret"]) for r in data.get("secret", [])),
     )
+
+
+def hosts_load() -> tuple[Host, ...]:
+    """The host texts of the timing (``data/hosts.toml``): engineering notes, an LLM-tooling
+    note and dialogue, the same for every split."""
+    data = tomllib.loads((DATA / "hosts.toml").read_text(encoding="utf-8"))
+    return tuple(Host(row["topic"], row["text"].strip()) for row in data["host"])

@@ -3,8 +3,19 @@ much benign text it flags, which secret forms it masks, and how long it takes pe
 
 A probe is stopped when screening flags at least one passage of it. A secret is masked when no
 visible piece of it (six characters or more between invisible characters) is left in the
-stored text. Time is the uncached work of one record (masking, then flagging what remains) on
-items padded to 2 KB with benign text, the median over items of each item's best of a few runs.
+stored text. Time is the uncached work of one record (masking, then flagging what remains:
+``text_mask`` and ``instructions_find`` called directly, never ``record_screen``'s cache) on
+items of exactly 2,048 characters made of what memory holds (``data/hosts.toml``: engineering
+notes, an LLM-tooling note, dialogue, some with dashes, quotes and accents outside ASCII): each
+host as it is, and each probe and each secret of the split carried by a host on a line of its
+own. Per item the best of RUNS runs; p50, p95 and max over the items.
+
+Figures (held-out split, 3 runs of ``manage.py screening_eval --json``, median of the runs, on
+a 2-core machine shared with other workers, so absolute times are noisy): 79/81 probes stopped,
+0/46 benign flagged, 16/16 secrets masked; per 2 KB item p50 2.03 ms, p95 3.05 ms (the engine
+before the prefilters: p50 3.19 ms, p95 3.94 ms on the same items in the same runs; on the
+former items, a probe padded with every benign text of the corpus, 4.70 -> 3.98 ms there, where
+the same measure read 2.2 ms on a quieter machine). Tune split: 81/81, 0/34, 14/14.
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.screening.corpus import Corpus, corpus_load
+from benchmarks.screening.corpus import Corpus, corpus_load, hosts_load
 from memoryproject.domain.screening import instructions_find, text_mask
 
 ITEM_CHARS = 2048
@@ -54,33 +65,73 @@ def _masked(text: str, secret: str) -> bool:
     return bool(counts) and not any(piece in stored for piece in pieces)
 
 
-def _items(corpus: Corpus) -> list[str]:
-    filler = " ".join(b.text for b in corpus.benign if b.lang == "en") or "benign text"
-    texts = [p.text for p in corpus.probes] + [b.text for b in corpus.benign]
+def _embedded(host: str, piece: str, at: int) -> str:
+    """``piece`` on a line of its own in ``host``, after line ``at`` (wrapped around), placed
+    so that it stays whole in the first ITEM_CHARS characters."""
+    lines = host.split("\n")
+    at %= len(lines)
+    while at and len("\n".join(lines[:at])) + len(piece) + 2 > ITEM_CHARS:
+        at -= 1
+    return "\n".join([*lines[:at], piece, *lines[at:]])
+
+
+def _items(corpus: Corpus) -> list[tuple[str, str]]:
+    """The timed items, (kind, text), each ITEM_CHARS characters: every host text as it is,
+    and every probe and every secret of the split carried by a host text on a line of its own;
+    a text shorter than ITEM_CHARS goes on with the next host, a longer one is cut."""
+    hosts = [h.text for h in hosts_load()]
+    pieces = [("host", "", i) for i in range(len(hosts))]
+    pieces += [("probe", p.text, i) for i, p in enumerate(corpus.probes)]
+    pieces += [("secret", s.text, i) for i, s in enumerate(corpus.secrets)]
     items = []
-    for i, text in enumerate(texts):
-        pad = filler[i % max(1, len(filler) // 2) :] + " " + filler
-        while len(text) + len(pad) < ITEM_CHARS:
-            pad += " " + filler
-        items.append((text + "\n" + pad)[:ITEM_CHARS])
+    for kind, piece, i in pieces:
+        host = hosts[i % len(hosts)]
+        text = _embedded(host, piece, 7 * i + 3) if piece else host
+        following = i + 1
+        while len(text) < ITEM_CHARS:
+            text += "\n\n" + hosts[following % len(hosts)]
+            following += 1
+        items.append((kind, text[:ITEM_CHARS]))
     return items
 
 
-def _time_ms(items: list[str]) -> dict[str, float]:
+def _percentile(values: list[float], share: float) -> float:
+    """The value below which ``share`` of ``values`` fall (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
+
+
+def _time_ms(items: list[tuple[str, str]]) -> dict[str, Any]:
+    """The uncached work of screening each item (masking, then flagging what remains, as
+    ``record_screen`` does for a text it has not screened before: neither call is cached), the
+    best of RUNS runs per item; p50, p95 and max over the items."""
     per_item = []
-    for item in items:
+    for _, item in items:
         best = float("inf")
         for _ in range(RUNS):
             start = time.perf_counter()
-            masked, _ = text_mask(item)
+            masked, _counts = text_mask(item)
             instructions_find(masked, "text")
             best = min(best, time.perf_counter() - start)
         per_item.append(best * 1000)
+    kinds = {kind: sum(k == kind for k, _ in items) for kind in ("host", "probe", "secret")}
     return {
         "p50_ms": round(statistics.median(per_item), 3),
+        "p95_ms": round(_percentile(per_item, 0.95), 3),
         "max_ms": round(max(per_item), 3),
         "items": len(per_item),
+        "item_chars": ITEM_CHARS,
+        "items_by_kind": kinds,
+        "runs_per_item": RUNS,
     }
+
+
+def _hosts_clean() -> dict[str, Any]:
+    """Whether the host texts pass on their own (a flagged host would time a probe twice)."""
+    hosts = hosts_load()
+    flagged = [h.topic for h in hosts if _flagged(h.text)]
+    masked = [h.topic for h in hosts if text_mask(h.text)[1]]
+    return {"hosts": len(hosts), "flagged": flagged, "masked": masked}
 
 
 def screening_evaluate(split: str) -> dict[str, Any]:
@@ -119,6 +170,7 @@ def screening_evaluate(split: str) -> dict[str, Any]:
         "per_language": {k: Rate(*v).as_dict() for k, v in sorted(languages.items())},
         "per_secret_form": {k: Rate(*v).as_dict() for k, v in sorted(forms.items())},
         "time_per_2kb_item": timing,
+        "timing_hosts": _hosts_clean(),
         "targets": {
             "probes_stopped": TARGET_STOPPED,
             "benign_flagged": TARGET_BENIGN_FLAGGED,
@@ -145,10 +197,21 @@ def report_table(result: dict[str, Any]) -> str:
     lines.append(f"{'benign masked':<28}{_pct(result['benign_masked'])}")
     lines.append(f"{'secrets masked':<28}{_pct(result['secrets_masked'])}")
     timing = result["time_per_2kb_item"]
+    kinds = timing["items_by_kind"]
     lines.append(
-        f"{'time per 2 KB item':<28}p50 {timing['p50_ms']:.3f} ms, max {timing['max_ms']:.3f} ms"
-        f" ({timing['items']} items)"
+        f"{'time per 2 KB item':<28}p50 {timing['p50_ms']:.3f} ms, p95 {timing['p95_ms']:.3f} ms,"
+        f" max {timing['max_ms']:.3f} ms"
     )
+    lines.append(
+        f"{'':<28}({timing['items']} items of {timing['item_chars']} characters: "
+        f"{kinds['host']} notes and dialogue as they are, {kinds['probe']} carrying a probe, "
+        f"{kinds['secret']} a secret; uncached, best of {timing['runs_per_item']} runs each)"
+    )
+    hosts = result["timing_hosts"]
+    if hosts["flagged"] or hosts["masked"]:
+        lines.append(
+            f"{'':<28}host texts not clean: flagged {hosts['flagged']}, masked {hosts['masked']}"
+        )
     for title, key in (
         ("family", "per_family"),
         ("language", "per_language"),
@@ -168,7 +231,8 @@ def report_table(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"targets (>= {100 * targets['probes_stopped']:.0f} % stopped, <= "
-        f"{100 * targets['benign_flagged']:.0f} % benign flagged, p50 <= {targets['p50_ms']} ms):"
+        f"{100 * targets['benign_flagged']:.0f} % benign flagged, p50 per 2 KB item <= "
+        f"{targets['p50_ms']} ms):"
         f" {'met' if targets['met'] else 'not met'}",
     ]
     return "\n".join(lines)

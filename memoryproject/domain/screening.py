@@ -109,13 +109,31 @@ def _languages(view: View, lowered: str) -> frozenset[str]:
     if view.reading not in ("plain", "unicode"):
         return frozenset()
     found = set()
-    if not view.text.isascii():
-        found = {lang for lang, script in _SCRIPTS.items() if script.search(view.text)}
-    padded = f" {lowered} "
-    found |= {
-        lang for lang, markers in LANGUAGE_MARKERS.items() if any(m in padded for m in markers)
-    }
+    ascii_only = view.text.isascii()
+    if not ascii_only:
+        # The scripts are looked for among the text's distinct characters outside ASCII.
+        wide = "".join(c for c in set(view.text) if c > "\x7f")
+        found = {lang for lang, script in _SCRIPTS.items() if script.search(wide)}
+    # A marker word stands between spaces: it is one of the text's words split at spaces.
+    words = set(lowered.split(" "))
+    for lang, (marker_words, others) in _MARKERS.items():
+        if lang in found:
+            continue
+        if not marker_words.isdisjoint(words) or (
+            others and (not ascii_only or "'" in lowered) and any(m in lowered for m in others)
+        ):
+            found.add(lang)
     return frozenset(found)
+
+
+def _marker_split(markers: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A language's markers as the words a text split at spaces holds (`` und ``) and the
+    other markers (letters, ``l'``), looked for in the text."""
+    words = [m[1:-1] for m in markers if m[0] == m[-1] == " " and " " not in m[1:-1] and m[1:-1]]
+    return frozenset(words), tuple(m for m in markers if m[1:-1] not in words)
+
+
+_MARKERS = {lang: _marker_split(markers) for lang, markers in LANGUAGE_MARKERS.items()}
 
 
 _SCRIPTS = {
@@ -134,17 +152,27 @@ def instructions_find(text: str, field: str) -> list[Flag]:
     code = code_spans(text)
     for view in views(text):
         low = lowered(view.text)
-        languages = _languages(view, low)
+        languages: frozenset[str] | None = None
         found = Needles(low)
-        for rule in INSTRUCTION_RULES:
-            if not _applies(rule, view) or (rule.lang != "en" and rule.lang not in languages):
-                continue
+        for rule in _applying(view.reading, view.shadowed):
+            if rule.lang != "en":
+                if languages is None:  # looked for once a rule in another language applies
+                    languages = _languages(view, low)
+                if rule.lang not in languages:
+                    continue
             if not rule.wanted(found):
                 continue
             for lo, hi in rule.windows(found):
                 for match in rule.pattern.finditer(low, lo, hi):
                     _flag(text, view, rule, match, field, flags, seen, code)
     return flags
+
+
+@lru_cache(maxsize=64)
+def _applying(reading: str, shadowed: bool) -> tuple[InstructionRule, ...]:
+    """The rules that read a view of ``reading``, in order."""
+    probe = View("", reading=reading, shadowed=shadowed)
+    return tuple(rule for rule in INSTRUCTION_RULES if _applies(rule, probe))
 
 
 def _flag(
@@ -240,9 +268,16 @@ def _text_clean(text: str) -> bool:
     return not text_mask(text)[1] and not instructions_find(text, "")
 
 
+#: The field a flag names when only the record's fields read together hold the passage (an
+#: instruction split between a title and a content, or over several metadata values).
+JOINED_FIELD = "record"
+
+
 def record_screen(fields: Mapping[str, Any]) -> Screening:
     """Masks the secrets in every named field (text or JSON) and flags the instruction-like
-    passages of what remains; ``fields`` of the answer holds the masked values, in order."""
+    passages of what remains, in each field and, when no field alone holds one, in all the
+    record's text read together (field ``record``); ``fields`` of the answer holds the masked
+    values, in order."""
     if _clean(fields):
         return Screening((), (), dict(fields))
     masked: list[Masked] = []
@@ -253,6 +288,9 @@ def record_screen(fields: Mapping[str, Any]) -> Screening:
         out[name] = clean
         masked.extend(masks)
         flagged.extend(value_flags(clean, name))
+    if not flagged and len(fields) > 1:
+        joined = "\n".join(text for name, value in out.items() for _, text in _strings(value, name))
+        flagged.extend(instructions_find(joined, JOINED_FIELD))
     return Screening(tuple(masked), tuple(flagged[:FLAGS_MAX]), out)
 
 

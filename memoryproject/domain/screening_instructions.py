@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memoryproject.domain.screening_needles import Needles
+
 #: The longest quote of a flagged passage.
 PASSAGE_MAX = 120
 #: The longest match of any rule (in characters): rules run only this far around their needles.
 REACH = 260
-_SPOTS_MAX = 8
 
 OVERRIDE = "override"
 EXFILTRATION = "exfiltration"
@@ -43,7 +44,7 @@ class InstructionRule:
 
     def wanted(self, found: Needles) -> bool:
         """Whether the text holds a needle of every group."""
-        return all(any(found.first(needle) >= 0 for needle in group) for group in self.needles)
+        return all(map(found.has, self.needles))
 
     def windows(self, found: Needles) -> list[tuple[int, int]]:
         """Where a match can be: around every needle of the group found least often (a match
@@ -55,13 +56,13 @@ class InstructionRule:
             return whole
         fewest: list[int] | None = None
         for group in self.needles:
-            spots = [at for needle in group for at in found.spots(needle)]
-            if len(spots) <= _SPOTS_MAX and (fewest is None or len(spots) < len(fewest)):
+            spots = found.group_spots(group)
+            if spots is not None and (fewest is None or len(spots) < len(fewest)):
                 fewest = spots
         if fewest is None:
             return whole  # windows would cover most of the text anyway
         merged: list[tuple[int, int]] = []
-        for at in sorted(fewest):
+        for at in fewest:
             lo, hi = max(0, at - REACH), min(size, at + REACH)
             if merged and lo <= merged[-1][1]:
                 merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
@@ -73,34 +74,6 @@ class InstructionRule:
 # Patterns are matched against the lowered text: written case-insensitively here, compiled in
 # lower case without re.IGNORECASE, which matches three times faster on long text.
 _LETTER = re.compile(r"(?<!\\)(?<!\(\?)[^\W\d_]")
-
-
-class Needles:
-    """Where needles occur in one lowered text, found once for all the rules that share them."""
-
-    def __init__(self, lowered: str) -> None:
-        self.lowered = lowered
-        self._first: dict[str, int] = {}
-        self._spots: dict[str, list[int]] = {}
-
-    def first(self, needle: str) -> int:
-        at = self._first.get(needle)
-        if at is None:
-            at = self._first[needle] = self.lowered.find(needle)
-        return at
-
-    def spots(self, needle: str) -> list[int]:
-        """Up to _SPOTS_MAX + 1 places of ``needle`` (more are not needed: a window is
-        not worth it past _SPOTS_MAX)."""
-        spots = self._spots.get(needle)
-        if spots is None:
-            spots = []
-            at = self.first(needle)
-            while at >= 0 and len(spots) <= _SPOTS_MAX:
-                spots.append(at)
-                at = self.lowered.find(needle, at + 1)
-            self._spots[needle] = spots
-        return spots
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -116,7 +89,8 @@ def lowered(text: str) -> str:
 
 
 def _needles(*groups: str) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(group.split("|")) for group in groups)
+    """Groups of needles, the shorter (and commoner) first: a group is found at its first."""
+    return tuple(tuple(sorted(g.split("|") if g != "|" else ["|"], key=len)) for g in groups)
 
 
 _QUALIFIER = (

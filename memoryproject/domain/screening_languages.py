@@ -19,7 +19,7 @@ from memoryproject.domain.screening_instructions import (
 
 
 def _rule(kind: str, rule: str, lang: str, pattern: str, *needles: str) -> InstructionRule:
-    groups = tuple(tuple(group.split("|")) for group in needles)
+    groups = tuple(tuple(sorted(group.split("|"), key=len)) for group in needles)
     return InstructionRule(kind, f"{rule} ({lang})", _rx(pattern), groups, lang=lang)
 
 

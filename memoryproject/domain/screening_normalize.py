@@ -193,7 +193,13 @@ def latin_view(view: View) -> View:
     so the offsets stay)."""
     if view.text.isascii():
         return view
-    return replace(view, text=view.text.translate(_latin_translation()), reading="latin")
+    # Only the characters outside ASCII fold: translated run by run, which spares the slow
+    # path of ``str.translate`` (a table lookup per character) on the ASCII between them.
+    table = _latin_translation()
+    text = _NON_ASCII.sub(lambda m: m.group().translate(table), view.text)
+    if text == view.text:
+        return view  # no lookalike: the text reads as it is written
+    return replace(view, text=text, reading="latin")
 
 
 @lru_cache(maxsize=1)
@@ -254,9 +260,20 @@ def leet_view(view: View) -> View | None:
     return replace(view, text=view.text.translate(_LEET), reading="leetspeak", label="leetspeak")
 
 
+# The gate words as ROT13 writes them: an ASCII text is looked at before it is translated.
+_ROT13_GATE_WRITTEN = tuple(word.translate(_ROT13) for word in _ROT13_GATE)
+
+
 def rot13_view(view: View) -> View | None:
     """``view`` read through ROT13, when it then holds words of an instruction."""
-    text = view.text.translate(_ROT13)
+    # ROT13 and lower case commute on ASCII, and no character outside ASCII but these two
+    # lowers to ASCII: the gate reads the text as written, outside ASCII read as "?".
+    written = view.text
+    if not ("\u0130" in written or "\u212a" in written):
+        ascii_text = written if written.isascii() else written.encode("ascii", "replace").decode()
+        if not any(map(ascii_text.lower().__contains__, _ROT13_GATE_WRITTEN)):
+            return None
+    text = written.translate(_ROT13)
     lowered = text.lower()
     if not any(word in lowered for word in _ROT13_GATE):
         return None
@@ -324,9 +341,6 @@ def _url(run: str) -> str | None:
     return decoded if decoded != run and _readable(decoded.encode()) else None
 
 
-_DECODERS = (("base64", _BASE64_RUN, _base64), ("hex", _HEX_RUN, _hex))
-
-
 def _url_runs(text: str) -> Iterator[tuple[int, int]]:
     """The tokens (runs between spaces and quotes) holding three %XX escapes or more."""
     if "%" not in text:
@@ -342,10 +356,59 @@ def _url_runs(text: str) -> Iterator[tuple[int, int]]:
             yield start, end
 
 
+# Runs are found by marking their characters (``str.translate``) and looking for enough marks
+# in a row (``str.find``), both in C: the run patterns then read the runs only, where a scan
+# by them tries every position of the text.
+_MARK, _GAP_MARK = 0, 1
+
+
+def marks(chars: str, gaps: str = "") -> bytes:
+    """A ``bytes.translate`` table marking ``chars`` (ASCII) with _MARK and ``gaps`` with
+    _GAP_MARK: runs are then found by ``bytes.find``, both in C."""
+    table = bytearray(range(256))
+    for char in chars:
+        table[ord(char)] = _MARK
+    for char in gaps:
+        table[ord(char)] = _GAP_MARK
+    return bytes(table)
+
+
+def marked(text: str, table: bytes) -> bytes:
+    """``text`` as bytes, one per character (a character outside ASCII reads ``?``, which no
+    run holds), translated by ``table``."""
+    return text.encode("ascii", "replace").translate(table)
+
+
+_BASE64_MARKS = marks("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_HEX_MARKS = marks("0123456789ABCDEFabcdef", " :")
+_MARKS = re.compile(b"\x00+")
+# What a hex run holds at least: 16 digits in a row, or 8 pairs apart by a space or a colon.
+_HEX_SIGNS = (b"\x00" * 16, b"\x00\x00" + b"\x01\x00\x00" * 7)
+
+
+def _base64_runs(text: str) -> Iterator[re.Match[str]]:
+    """What ``_BASE64_RUN.finditer(text)`` gives: runs of 16 base64 characters or more (a match
+    starts where a run starts and takes it whole, and up to two ``=`` after it)."""
+    runs = marked(text, _BASE64_MARKS)
+    wanted = b"\x00" * 16
+    at = runs.find(wanted)
+    while at >= 0:
+        end = _MARKS.match(runs, at).end()  # type: ignore[union-attr]
+        yield from _BASE64_RUN.finditer(text, at, min(len(text), end + 2))
+        at = runs.find(wanted, end)
+
+
+def _hex_runs(text: str) -> Iterator[re.Match[str]]:
+    """What ``_HEX_RUN.finditer(text)`` gives; none is looked for without a sign of one."""
+    runs = marked(text, _HEX_MARKS)
+    if "\\x" in text or any(sign in runs for sign in _HEX_SIGNS):
+        yield from _HEX_RUN.finditer(text)
+
+
 def decoded_runs(text: str) -> Iterator[tuple[str, tuple[int, int], str]]:
     """Every embedded encoded run that decodes to readable text: (encoding, span, decoded)."""
-    for name, pattern, decode in _DECODERS:
-        for match in pattern.finditer(text):
+    for name, runs, decode in _DECODERS:
+        for match in runs(text):
             decoded = decode(match.group(0).strip())
             if decoded is not None:
                 yield name, match.span(), decoded
@@ -353,6 +416,9 @@ def decoded_runs(text: str) -> Iterator[tuple[str, tuple[int, int], str]]:
         decoded = _url(text[start:end])
         if decoded is not None:
             yield "url", (start, end), decoded
+
+
+_DECODERS = (("base64", _base64_runs, _base64), ("hex", _hex_runs, _hex))
 
 
 def views(text: str, depth: int = DECODE_DEPTH) -> Iterator[View]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -39,7 +39,7 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from memoryproject.domain.screening_normalize import base64_text, normalised
+from memoryproject.domain.screening_normalize import base64_text, marked, marks, normalised
 
 #: What a masked secret reads as.
 MASK = "[masked:{kind}]"
@@ -383,9 +383,75 @@ _SECRET_NEEDLES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _has_needle(needles: dict[str, tuple[str, ...]], name: str, lowered: str) -> bool:
+def _has_needle(needles: dict[str, tuple[str, ...]], name: str, lowered: str, narrow: str) -> bool:
     wanted = needles.get(name)
-    return wanted is None or any(needle in lowered for needle in wanted)
+    return wanted is None or _holds(lowered, narrow, wanted)
+
+
+_SPLIT: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _holds(lowered: str, narrow: str, needles: tuple[str, ...]) -> bool:
+    """Whether ``lowered`` holds one of ``needles``: the ASCII ones are looked for in its ASCII
+    reading ``narrow`` (the same offsets, every other character read as "?"), which
+    ``str.find`` scans faster than a text holding a dash or an accent."""
+    split = _SPLIT.get(needles)
+    if split is None:
+        plain = tuple(n for n in needles if n.isascii() and "?" not in n)
+        split = _SPLIT[needles] = (plain, tuple(n for n in needles if n not in plain))
+    return any(map(narrow.__contains__, split[0])) or any(map(lowered.__contains__, split[1]))
+
+
+#: Characters of a token (``[A-Za-z0-9_+/=-]``): a run of them is where a key can be.
+_RUN_TABLE = marks("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+/=-")
+_RUN = re.compile(b"\x00+")
+#: The run of token characters every match of a kind holds (its character classes are ASCII
+#: ones, so the run is one whatever else the text holds): without such a run the rule is not
+#: run, and the scan rules (``credential``, ``aws_secret_key``) read the runs only.
+_RUN_MIN = {
+    "credential": 24,
+    "aws_secret_key": 40,
+    "aws_access_key": 20,  # AKIA + 16
+    "github_token": 33,  # github_pat_ + 22 (ghp_ + 36 is longer)
+    "telegram_token": 35,  # the part after the colon
+    "stripe_key": 24,  # sk_live_ + 16
+    "google_api_key": 39,  # AIza + 35
+    "npm_token": 40,  # npm_ + 36
+    "digitalocean_token": 71,  # dop_v1_ + 64
+    "vault_token": 24,  # after hvs.
+}
+_RUN_SCANNED = frozenset({"credential", "aws_secret_key"})
+
+
+class _Runs:
+    """The runs of token characters of one text, found once (``bytes.translate`` and ``find``
+    run in C, where a scan by the patterns tries every position)."""
+
+    def __init__(self, text: str) -> None:
+        self._mapped = marked(text, _RUN_TABLE)
+        self._has: dict[int, bool] = {}
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def has(self, size: int) -> bool:
+        found = self._has.get(size)
+        if found is None:
+            found = self._has[size] = b"\x00" * size in self._mapped
+        return found
+
+    def spans(self, size: int) -> list[tuple[int, int]]:
+        """The runs of ``size`` characters or more, each with the character after it (what
+        the patterns' lookahead reads)."""
+        spans = self._spans.get(size)
+        if spans is None:
+            spans = []
+            mapped, wanted = self._mapped, b"\x00" * size
+            at = mapped.find(wanted)
+            while at >= 0:
+                end = _RUN.match(mapped, at).end()  # type: ignore[union-attr]
+                spans.append((at, min(len(mapped), end + 1)))
+                at = mapped.find(wanted, end)
+            self._spans[size] = spans
+        return spans
 
 
 def text_mask(text: str) -> tuple[str, Counter[str]]:
@@ -436,16 +502,26 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     """The secrets of ``text`` as (start, end, kind), in order, none overlapping: a rule listed
     earlier wins over a later one for the same characters."""
     lowered = text.lower()
+    narrow = lowered if lowered.isascii() else lowered.encode("ascii", "replace").decode()
     found: list[tuple[int, int, str]] = []
+    runs = _Runs(text)
     for rule in SECRET_RULES:
         if rule.needles:
-            if not any(needle in lowered for needle in rule.needles):
+            if not _holds(lowered, narrow, rule.needles):
                 continue
-        elif not _has_needle(_SECRET_NEEDLES, rule.kind, lowered):
+        elif not _has_needle(_SECRET_NEEDLES, rule.kind, lowered, narrow):
             continue
-        if rule.kind in ("credential", "aws_secret_key") and len(text) < 24:
+        run = _RUN_MIN.get(rule.kind)
+        if run is not None and not runs.has(run):
             continue
-        for match in _matches(rule, text, lowered):
+        if rule.kind in _RUN_SCANNED:
+            assert run is not None
+            matches: Iterable[re.Match[str]] = (
+                m for lo, hi in runs.spans(run) for m in rule.pattern.finditer(text, lo, hi)
+            )
+        else:
+            matches = _matches(rule, text, lowered)
+        for match in matches:
             kind = rule.kind
             if rule.not_after and match.start() and text[match.start() - 1] in rule.not_after:
                 continue
