@@ -27,18 +27,21 @@ from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     PlainSerializer,
     PlainValidator,
     ValidationError,
     WithJsonSchema,
     model_serializer,
 )
-from pydantic_core import PydanticCustomError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 from pydantic_core.core_schema import SerializerFunctionWrapHandler
 
+from memoryproject.domain.screening import text_mask
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import TimestampError, iso, to_utc
 
@@ -161,8 +164,29 @@ AwareDatetime = Annotated[
 ]
 #: A timestamp output: rendered as ISO-8601 in UTC with a 'Z' suffix.
 UtcDatetime = Annotated[datetime, PlainSerializer(iso, return_type=str)]
+
+
+class _BlankIsNone:
+    """An optional input where an empty string means "not given": it is read as None, and its
+    JSON Schema (REST's OpenAPI, MCP's arguments) admits "" beside the value's own shapes."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_before_validator_function(
+            lambda value: None if value == "" else value, handler(source)
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        shape = handler(schema)
+        options = shape["anyOf"] if set(shape) == {"anyOf"} else [shape]
+        return {"anyOf": [*options, {"const": ""}]}
+
+
 #: An optional input where an empty string means "not given".
-BlankIsNone = BeforeValidator(lambda value: None if value == "" else value)
+BlankIsNone = _BlankIsNone()
 #: A number from 0 to 1 (scores, thresholds, confidences).
 Unit = Annotated[float, Field(ge=0.0, le=1.0), AfterValidator(_finite)]
 #: The rule that text holds no NUL character (PostgreSQL refuses them).
@@ -251,11 +275,12 @@ def _rule(model: type[BaseModel], error: Mapping[str, Any]) -> str:
 
 def validation_failure(model: type[BaseModel], exc: ValidationError) -> ApplicationError:
     """The ApplicationError of a failed parse: the first problem as its message, every
-    problem under ``fields``."""
+    problem under ``fields``. A rule may quote the value it refuses: a secret in it is masked
+    (``[masked:<kind>]``), as it would be stored."""
     fields: dict[str, list[str]] = {}
     for error in exc.errors():
-        name = _where(tuple(error["loc"]))
-        fields.setdefault(name, []).append(f"{name}: {_rule(model, error)}")
+        name = text_mask(_where(tuple(error["loc"])))[0]
+        fields.setdefault(name, []).append(f"{name}: {text_mask(_rule(model, error))[0]}")
     first = next(iter(fields))
     return ApplicationError(fields[first][0], field=first, extra={"fields": fields})
 

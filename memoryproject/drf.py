@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from memoryproject.auth import api_key_of
-from memoryproject.contracts import Caller, Input, Output
+from memoryproject.contracts import BlankIsNone, Caller, Input, Output
 from memoryproject.errors import ApplicationError, PayloadTooLargeError, validation_error
 from memoryproject.models import Project
 from memoryproject.operations import Operation
@@ -253,10 +253,14 @@ class ApiSchema(AutoSchema):
             )
         return responses
 
+    def _blank_is_absent(self) -> set[str]:
+        """The query parameters that read an empty value as "not given": the project, the
+        filters and the page (limit, offset) of a list."""
+        return {"project", "limit", "offset"} | {p["name"] for p in self._get_filter_parameters()}
+
     def _get_parameters(self) -> list[dict[str, Any]]:
-        # Filters, pages and the project read an empty value as "not given": say so.
-        blank_is_absent = {"project", "limit", "offset"}
-        blank_is_absent |= {p["name"] for p in self._get_filter_parameters()}
+        # Say which parameters read an empty value as "not given" (the others refuse it).
+        blank_is_absent = self._blank_is_absent()
         params = super()._get_parameters()
         for param in params:
             if param["in"] == "query" and param["name"] in blank_is_absent:
@@ -302,6 +306,14 @@ class OperationSchema(ApiSchema):
                 keys = ("type", "pattern", "minLength", "maxLength")
                 param["schema"] = {k: field[k] for k in keys if k in field}
         return params
+
+    def _blank_is_absent(self) -> set[str]:
+        if not (self.method == "GET" and self._operation_view.method == "get"):
+            return super()._blank_is_absent()
+        # A GET read off its input model: the fields whose rule reads "" as none (time travel's
+        # known_at), not its limit and offset, which refuse it.
+        fields = self._operation_view.operation.input.model_fields
+        return {"project"} | {name for name, f in fields.items() if BlankIsNone in f.metadata}
 
     def get_operation_id(self) -> str:
         operation_id = super().get_operation_id()

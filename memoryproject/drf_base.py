@@ -70,7 +70,8 @@ class JsonBodyParser(JSONParser):
 
 def _query_int(name: str, raw: str, low: int, high: int) -> int:
     text = raw.strip()
-    value = int(text) if text.isascii() and text.lstrip("-").isdigit() and len(text) < 20 else None
+    digits = text.removeprefix("-")  # one sign at most: int("--1") would raise
+    value = int(text) if text.isascii() and digits.isdigit() and len(text) < 20 else None
     if value is None or not low <= value <= high:
         shown = raw if len(raw) <= 40 else raw[:37] + "..."
         raise validation_error(name, f"must be an integer from {low} to {high}, got '{shown}'")

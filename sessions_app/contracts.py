@@ -10,6 +10,7 @@ import json
 import uuid
 from typing import Annotated, Any, Literal
 
+import rfc8785
 from pydantic import AfterValidator, ConfigDict, Field, computed_field, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -67,11 +68,24 @@ def _uuid(value: str | None) -> str | None:
         raise rule_error(f"'{value}' is not a UUID") from None
 
 
+def _canonical_problem(value: Any) -> str | None:
+    """Why ``value`` has no canonical JSON (RFC 8785, what a trace's hash reads): an integer
+    beyond JSON's safe range, NaN or the like; None when it has one."""
+    try:
+        rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError) as exc:
+        return f"must be plain JSON ({exc})"
+    return None
+
+
 def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     try:
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
     except (TypeError, ValueError) as exc:
         raise rule_error(f"must be JSON-serialisable ({exc})") from None
+    problem = _canonical_problem(value)
+    if problem:
+        raise rule_error(problem)
     if has_nul(value):
         raise rule_error("must not contain NUL characters")
     if size > TRACE_METADATA_MAX_BYTES:
@@ -140,6 +154,16 @@ class TraceInput(Input):
         raise ApplicationError(
             f"body: a trace must record its step: send at least one of {fields}", field="body"
         )
+
+    @model_validator(mode="after")
+    def _extra_keys_are_plain_json(self) -> TraceInput:
+        # Kept in metadata, and so hashed with the trace: a value without a canonical form
+        # (an integer beyond 2**53) would fail there, a 500.
+        for name, value in (self.model_extra or {}).items():
+            problem = _canonical_problem(value)
+            if problem:
+                raise validation_error(name, problem)
+        return self
 
     @model_validator(mode="after")
     def _scores_agree(self) -> TraceInput:

@@ -22,7 +22,9 @@ class AwareIsoDateTimeField(IsoDateTimeField):
             try:
                 return to_utc(value)
             except TimestampError as exc:
-                raise forms.ValidationError(str(exc)) from exc
+                # The rule quotes the value: passed as a parameter, a '%' in it is not read as
+                # a placeholder when django-filter formats the message (a 500 otherwise).
+                raise forms.ValidationError("%(rule)s", params={"rule": str(exc)}) from exc
         return super().to_python(value)
 
 
