@@ -16,8 +16,8 @@ from audit_app import (
     admin_reviews,  # noqa: F401  (registers the review queue)
 )
 from audit_app.admin_log import InjectionRecordAdmin as InjectionRecordAdmin
+from audit_app.findings import finding_settle
 from audit_app.models import AuditRun, ContradictionFinding, FindingState
-from audit_app.services import finding_settle
 from memoryproject.admin import ClientColumnAdmin, ServiceRowsAdmin
 
 

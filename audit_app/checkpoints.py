@@ -26,7 +26,8 @@ from audit_app.domain.chain import checkpoint_mac
 from audit_app.models import GENESIS_HASH, AuditCheckpoint, InjectionLogHead, InjectionRecord
 from audit_app.selectors import chain_anchor, injection_log_verify
 from audit_app.witness_checks import body_sha256
-from graph_app.selectors import graph_chain_head, integrity_unwitnessed
+from graph_app.graph_head import graph_chain_head
+from graph_app.integrity import integrity_unwitnessed
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from graph_app.contracts.graph import IntegrityResult
+from graph_app.contracts.integrity import IntegrityResult
 from memoryproject.contracts import AwareDatetime, Input, Output, UtcDatetime, WitnessCheck
 
 BreakKind = Literal[

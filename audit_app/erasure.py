@@ -15,12 +15,12 @@ import uuid
 from typing import Any, Literal
 
 from audit_app.contracts import ErasureCertificate
+from audit_app.injection_log import audit_event_append, delivered_text_erase
 from audit_app.models import InjectionRecord
 from audit_app.receipt_sources import receipts_delivering
 from audit_app.reviews import reviews_forget
-from audit_app.services import audit_event_append, delivered_text_erase
-from graph_app.compiler import compiler_cache_forget
-from graph_app.services import graph_record_erase
+from graph_app.index_cache import compiler_cache_forget
+from graph_app.record_erasure import graph_record_erase
 from memoryproject.errors import NotFoundError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow

@@ -8,8 +8,8 @@ from functools import cache
 from audit_app.contracts import FindingOut
 from audit_app.domain.contradictions import HeldFact
 from audit_app.models import ContradictionFinding, FindingState
+from graph_app.fact_validity import valid_at
 from graph_app.models import TemporalFact
-from graph_app.selectors import valid_at
 from memoryproject import sql
 from memoryproject.models import Project
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from audit_app import receipt_selectors, services
+from audit_app import receipt_selectors
 from audit_app.contracts import (
     AuditVerification,
     AuditVerifyInput,
     ContradictionAuditInput,
     ContradictionAuditResult,
 )
+from audit_app.findings import contradictions_audit
 from memoryproject.operations import Operation
 
 # Auto-resolve retires facts, so the audit needs write access.
@@ -17,7 +18,7 @@ CONTRADICTIONS_AUDIT = Operation(
     ContradictionAuditInput,
     ContradictionAuditResult,
     "write",
-    services.contradictions_audit,
+    contradictions_audit,
 )
 
 # Auditors' read (an admin key) over every project the key may read; what it shows of the

@@ -25,9 +25,9 @@ from audit_app.contracts import (
 )
 from audit_app.models import ErasedText, InjectionRecord
 from audit_app.selectors import injection_log_verify
-from graph_app.contracts.graph import IntegrityResult
+from graph_app.contracts.integrity import IntegrityResult
+from graph_app.integrity import integrity_verify
 from graph_app.models import Episode, TemporalFact
-from graph_app.selectors import integrity_verify
 from memoryproject.contracts import Caller
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project, Scope

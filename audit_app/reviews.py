@@ -19,9 +19,10 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from audit_app.domain.chain import sha256_text
+from audit_app.findings import finding_settle
+from audit_app.injection_log import audit_event_append
 from audit_app.models import ContradictionFinding, Review, ReviewState
 from audit_app.receipt_selectors import sources_now
-from audit_app.services import audit_event_append, finding_settle
 from memoryproject import sql
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project

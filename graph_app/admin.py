@@ -14,9 +14,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from graph_app.contracts.graph import EntityUpsertInput
+from graph_app.contracts.entities import EntityUpsertInput
+from graph_app.entity_writes import entity_upsert
 from graph_app.models import Entity, Episode, GraphChange, TemporalFact
-from graph_app.services import entity_upsert
 from graph_app.write_screening import entity_screen
 from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
 from memoryproject.errors import ApplicationError

@@ -4,8 +4,8 @@ The compiler keeps a per-project index in memory and refreshes it with what chan
 revision it last saw (see ``graph_app.compiler``). These selectors fetch those rows with
 ``.values()`` and in chunks: building an index over 100,000 facts is dominated by model
 instantiation otherwise. Rows carry the columns every read of a fact or an episode uses
-(``selectors.FACT_VALUE_FIELDS``, ``selectors.EPISODE_VALUE_FIELDS``) plus, for facts, the
-names the index searches on. ``graph_head_*`` tell whether a stored snapshot of the index
+(``record_canonical.FACT_VALUE_FIELDS``, ``record_canonical.EPISODE_VALUE_FIELDS``) plus, for
+facts, the names the index searches on. ``graph_head_*`` tell whether a stored snapshot of the index
 still describes the project's graph (``graph_app.snapshot``).
 """
 
@@ -16,8 +16,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from graph_app.graph_head import graph_head_row
 from graph_app.models import Episode, GraphChange, TemporalFact
-from graph_app.selectors import EPISODE_VALUE_FIELDS, FACT_VALUE_FIELDS, graph_head_row
+from graph_app.record_canonical import EPISODE_VALUE_FIELDS, FACT_VALUE_FIELDS
 from graph_app.snapshot import GraphHead
 from memoryproject.models import Project
 

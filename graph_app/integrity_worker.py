@@ -2,14 +2,14 @@
 while the verifying process replays the change log and reads the episodes, so that a large
 project's verification uses two cores.
 
-graph_app.selectors starts it as ``python -m graph_app.integrity_worker``, writes one job on
-its stdin and reads the facts' digests from its stdout (both in ``marshal``'s format). The job
-names the database, the statement the verifier would read the facts with, the one reading the
-project's graph head (revision, changes, head hash), the project's slug and, on PostgreSQL,
-the verifying transaction's exported snapshot: both processes read one state of the graph. On
-SQLite the worker reads the head and the facts in one read transaction of its own, and the
-verifier uses its digests only when it finds the same head in its snapshot (every write through
-the services moves it); else it reads the facts itself.
+graph_app.integrity_worker_client starts it as ``python -m graph_app.integrity_worker``, writes
+one job on its stdin and reads the facts' digests from its stdout (both in ``marshal``'s
+format). The job names the database, the statement the verifier would read the facts with, the
+one reading the project's graph head (revision, changes, head hash), the project's slug and, on
+PostgreSQL, the verifying transaction's exported snapshot: both processes read one state of the
+graph. On SQLite the worker reads the head and the facts in one read transaction of its own, and
+the verifier uses its digests only when it finds the same head in its snapshot (every write
+through the services moves it); else it reads the facts itself.
 
 The rows are turned into leaves by the same function as in the verifying process
 (``fact_rows_leaves``), read with the converters Django's SQLite backend registers for these

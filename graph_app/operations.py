@@ -2,49 +2,74 @@
 
 from __future__ import annotations
 
-from graph_app.compiler import context_deliver
-from graph_app.contracts import graph as g
 from graph_app.contracts.compile import CompileInput, CompileResult
-from graph_app.contracts.entities import EntityUpsertResult
-from graph_app.selectors import entity_query, episode_get, fact_get, graph_as_of, integrity_verify
-from graph_app.services import entity_upsert, episode_record, fact_retract, fact_upsert
+from graph_app.contracts.entities import (
+    EntityQueryInput,
+    EntityQueryResult,
+    EntityUpsertInput,
+    EntityUpsertResult,
+)
+from graph_app.contracts.episodes import (
+    EpisodeGetInput,
+    EpisodeOut,
+    EpisodeRecordInput,
+    EpisodeRecordResult,
+)
+from graph_app.contracts.facts import (
+    FactGetInput,
+    FactOut,
+    FactRetractInput,
+    FactRetractResult,
+    FactUpsertInput,
+    FactUpsertResult,
+)
+from graph_app.contracts.integrity import IntegrityInput, IntegrityResult
+from graph_app.contracts.time_travel import TimeTravelInput, TimeTravelResult
+from graph_app.delivery import context_deliver
+from graph_app.entity_reads import entity_query
+from graph_app.entity_writes import entity_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_retract, fact_upsert
+from graph_app.integrity import integrity_verify
+from graph_app.record_views import episode_get, fact_get
+from graph_app.time_travel import graph_as_of
 from memoryproject.operations import Operation
 
 # --- graph (facts, episodes, entities, time travel, integrity) ---------------------------------
 
 
-def _created(result: g.FactUpsertResult | g.EpisodeRecordResult) -> bool:
+def _created(result: FactUpsertResult | EpisodeRecordResult) -> bool:
     # 201 for a new record; an identical re-assertion or re-recording answers 200.
     return result.created
 
 
 FACT_UPSERT = Operation(
-    "memory_upsert_fact", g.FactUpsertInput, g.FactUpsertResult, "write", fact_upsert, _created
+    "memory_upsert_fact", FactUpsertInput, FactUpsertResult, "write", fact_upsert, _created
 )
-FACT_GET = Operation("memory_get_fact", g.FactGetInput, g.FactOut, "read", fact_get)
+FACT_GET = Operation("memory_get_fact", FactGetInput, FactOut, "read", fact_get)
 FACT_RETRACT = Operation(
-    "memory_retract_fact", g.FactRetractInput, g.FactRetractResult, "write", fact_retract
+    "memory_retract_fact", FactRetractInput, FactRetractResult, "write", fact_retract
 )
 EPISODE_RECORD = Operation(
     "memory_record_episode",
-    g.EpisodeRecordInput,
-    g.EpisodeRecordResult,
+    EpisodeRecordInput,
+    EpisodeRecordResult,
     "write",
     episode_record,
     _created,
 )
-EPISODE_GET = Operation("memory_get_episode", g.EpisodeGetInput, g.EpisodeOut, "read", episode_get)
+EPISODE_GET = Operation("memory_get_episode", EpisodeGetInput, EpisodeOut, "read", episode_get)
 ENTITY_UPSERT = Operation(
-    "entity_upsert", g.EntityUpsertInput, EntityUpsertResult, "write", entity_upsert
+    "entity_upsert", EntityUpsertInput, EntityUpsertResult, "write", entity_upsert
 )
 ENTITY_QUERY = Operation(
-    "memory_query_entity", g.EntityQueryInput, g.EntityQueryResult, "read", entity_query
+    "memory_query_entity", EntityQueryInput, EntityQueryResult, "read", entity_query
 )
 TIME_TRAVEL = Operation(
-    "memory_time_travel", g.TimeTravelInput, g.TimeTravelResult, "read", graph_as_of
+    "memory_time_travel", TimeTravelInput, TimeTravelResult, "read", graph_as_of
 )
 INTEGRITY_VERIFY = Operation(
-    "memory_verify_integrity", g.IntegrityInput, g.IntegrityResult, "read", integrity_verify
+    "memory_verify_integrity", IntegrityInput, IntegrityResult, "read", integrity_verify
 )
 
 # --- context compiler ---------------------------------------------------------------------------

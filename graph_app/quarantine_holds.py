@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from graph_app.selectors import episode_find, episode_view, fact_find, fact_view
+from graph_app.record_views import episode_find, episode_view, fact_find, fact_view
 from memoryproject.models import Project
 from memoryproject.quarantine import item_hold
 from memoryproject.screening import QuarantinedOut

@@ -13,7 +13,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from graph_app.contracts.graph import EgoEdge, EpisodeOut, FactOut
+from graph_app.contracts.entities import EgoEdge
+from graph_app.contracts.episodes import EpisodeOut
+from graph_app.contracts.facts import FactOut
 from memoryproject.domain.screening import record_screen
 from memoryproject.domain.spotlight import WITHHELD, flag_reasons
 from memoryproject.models import Project

@@ -41,7 +41,7 @@ from django.conf import settings
 
 from graph_app.domain.index_columns import index_columns, index_restore
 from graph_app.domain.index_items import ITEM_COLUMNS
-from graph_app.domain.retrieval import MemoryIndex
+from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.snapshot_file import snapshot_file_read, snapshot_file_write
 from memoryproject.collector import collector_paused
 from memoryproject.filemodes import PRIVATE_DIR
@@ -51,8 +51,11 @@ log = logging.getLogger(__name__)
 FORMAT = 3
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (
-    "graph_app.compiler",
-    "graph_app.domain.retrieval",
+    "graph_app.index_cache",
+    "graph_app.index_documents",
+    "graph_app.domain.memory_doc",
+    "graph_app.domain.memory_store",
+    "graph_app.domain.memory_index",
     "graph_app.domain.bm25",
     "graph_app.domain.tokenize",
     "graph_app.domain.activation",
@@ -66,6 +69,9 @@ INDEX_MODULES = (
     "memoryproject.domain.screening_normalize",
     "memoryproject.domain.screening_instructions",
     "memoryproject.domain.screening_languages",
+    "memoryproject.domain.screening_needles",
+    "memoryproject.domain.screening_secrets",
+    "memoryproject.domain.spotlight",
     "memoryproject.tokens",
 )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graph_app.contracts.graph import IntegrityResult
+from graph_app.contracts.integrity import IntegrityResult
 from graph_app.models import GraphChange
 from memoryproject.contracts import WitnessCheck
 from memoryproject.errors import ApplicationError

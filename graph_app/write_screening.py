@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph_app.contracts.graph import (
+from graph_app.contracts.entities import EntityUpsertInput
+from graph_app.contracts.episodes import EpisodeRecordInput
+from graph_app.contracts.facts import FactUpsertInput
+from graph_app.contracts.fields import (
     ENTITY_ID_MAX,
     ENTITY_KIND_MAX,
     FILE_PATH_MAX,
     NAME_MAX,
     OBJECT_VALUE_MAX,
     TITLE_MAX,
-    EntityUpsertInput,
-    EpisodeRecordInput,
-    FactUpsertInput,
 )
 from memoryproject.domain.screening import Screening
 from memoryproject.screening import write_screened

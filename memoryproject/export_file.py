@@ -27,12 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from audit_app.domain.chain import sha256_text
 from audit_app.models import DeliveredText, ErasedText, InjectionRecord
-from graph_app.contracts.graph import (
-    EntityUpsertInput,
-    EpisodeRecordInput,
-    FactUpsertInput,
-    Sha256,
-)
+from graph_app.contracts.entities import EntityUpsertInput
+from graph_app.contracts.episodes import EpisodeRecordInput
+from graph_app.contracts.facts import FactUpsertInput
+from graph_app.contracts.fields import Sha256
 from graph_app.models import Entity, Episode, EpisodeFile, GraphChange, TemporalFact
 from memoryproject.contracts import AwareDatetime, Input, has_nul, json_value_problem
 from memoryproject.errors import ApplicationError

@@ -47,7 +47,7 @@ def when_ready(server):  # type: ignore[no-untyped-def]
     from django.db import connections
     from django.urls import get_resolver
 
-    from graph_app.compiler import compiler_warm
+    from graph_app.index_cache import compiler_warm
 
     get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
     try:

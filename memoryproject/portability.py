@@ -56,6 +56,7 @@ from audit_app.models import (
 )
 from audit_app.receipt_sources import receipt_sources_add
 from audit_app.selectors import injection_log_verify
+from graph_app.integrity import integrity_verify
 from graph_app.models import (
     Entity,
     Episode,
@@ -64,7 +65,6 @@ from graph_app.models import (
     GraphRevision,
     TemporalFact,
 )
-from graph_app.selectors import integrity_verify
 from memoryproject.export_file import (
     FORMAT,
     TABLES,

@@ -7,7 +7,7 @@ and ``risk`` (REAL, may be NULL), ``is_stream`` (0/1), ``status_code``, ``model`
 writes the caller's User-Agent), ``request_fingerprint``, ``response_fingerprint``,
 ``envelope`` and ``metadata`` (JSON text).
 
-Each row goes through ``sessions_app.services.trace_record``, so it is validated and scored
+Each row goes through ``sessions_app.trace_writes.trace_record``, so it is validated and scored
 exactly as a trace sent over REST: same id, time, model, policy, decision, scores and status;
 ``metadata`` is kept (its context fields — active_project, last_decision, ... — feed the
 score), and what has no column here (``is_stream``, the fingerprints, the envelope, a policy or
@@ -30,7 +30,7 @@ from typing import Any
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from sessions_app.contracts import TraceInput
-from sessions_app.services import trace_record
+from sessions_app.trace_writes import trace_record
 
 REQUIRED_COLUMNS = frozenset({"trace_id", "created_at"})
 DECISIONS = frozenset({"PASS", "REFINE", "ESCALATE"})

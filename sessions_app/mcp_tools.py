@@ -1,8 +1,9 @@
 """Session memory over MCP: save_session, load_session, plan_context and memory://sessions/latest.
 
-Thin adapters over sessions_app.services: the structured content of each tool is exactly the
-REST response body, and injections are receipted like REST ones, with channel "mcp", the
-call's identity and, beside it, the client's self-reported name from `initialize`.
+Thin adapters over the session services (trace_writes, plan, session_memory): the structured
+content of each tool is exactly the REST response body, and injections are receipted like REST
+ones, with channel "mcp", the call's identity and, beside it, the client's self-reported name
+from `initialize`.
 """
 
 from typing import Annotated
@@ -19,8 +20,9 @@ from memoryproject.mcp import (
     prompt_render,
     resource_read,
 )
-from sessions_app import operations, services
+from sessions_app import operations
 from sessions_app.contracts import LoadResult, PlanResult, SaveResult
+from sessions_app.session_memory import session_load
 
 # The resume prompt compiles durable memory against the start of the saved summary.
 RESUME_QUERY_CHARS = 600
@@ -133,16 +135,14 @@ def _register_latest(server: MemoryServer) -> None:
     def sessions_latest() -> str:
         data = resource_read(
             "memory://sessions/latest",
-            lambda: services.session_load(
-                project=server.project_for(None, "read"), caller=server.caller()
-            ),
+            lambda: session_load(project=server.project_for(None, "read"), caller=server.caller()),
         )
         return render_load(data)
 
 
 def _resume_message(server: MemoryServer, project: str | None) -> str:
     target = server.project_for(project, "read")
-    loaded = services.session_load(project=target, caller=server.caller())
+    loaded = session_load(project=target, caller=server.caller())
     parts = [f"Resume work on project '{target.slug}'."]
     if not loaded.found:
         parts.append(f"There is no trusted saved session to resume: {loaded.reason}")

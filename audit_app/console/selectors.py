@@ -16,8 +16,8 @@ from django.db.models import Count, F, Q, QuerySet, Value
 from django.db.models.functions import Floor, Least, TruncDate
 
 from audit_app.domain.dashboard import DaySeries, bucket_labels, day_series, histogram
+from audit_app.injection_log import SOURCES
 from audit_app.models import ContradictionFinding, FindingState, InjectionRecord, Review
-from audit_app.services import SOURCES
 from memoryproject.entitlements import key_prefixes_hidden
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow

@@ -12,8 +12,8 @@ import django_filters
 from django.db.models import Q, QuerySet
 from pydantic_core import PydanticCustomError
 
+from graph_app.fact_validity import valid_at, valid_now
 from graph_app.models import EpisodeCategory
-from graph_app.selectors import valid_at, valid_now
 from memoryproject.contracts import aware_datetime, parse_bool
 from memoryproject.errors import validation_error
 

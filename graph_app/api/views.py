@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 
-from graph_app import operations, selectors
+from graph_app import operations, record_views
 from graph_app.api.filters import EntityFilter, EpisodeFilter, FactFilter
-from graph_app.contracts.graph import EntityPage, EpisodePage, FactPage
+from graph_app.contracts.pages import EntityPage, EpisodePage, FactPage
 from memoryproject.auth import api_key_of
 from memoryproject.contracts import Output
 from memoryproject.drf import OperationView
@@ -59,19 +59,19 @@ class FactListCreateView(CollectionView):
     operation = operations.FACT_UPSERT
     list_output = FactPage
     filterset_class = FactFilter
-    rows = staticmethod(selectors.facts_query)
-    row = staticmethod(selectors.fact_view)
+    rows = staticmethod(record_views.facts_query)
+    row = staticmethod(record_views.fact_view)
 
 
 class FactDetailView(ItemProjectView):
     operation = operations.FACT_GET
     method = "get"
-    find = staticmethod(selectors.fact_find)
+    find = staticmethod(record_views.fact_find)
 
 
 class FactRetractView(ItemProjectView):
     operation = operations.FACT_RETRACT
-    find = staticmethod(selectors.fact_find)
+    find = staticmethod(record_views.fact_find)
 
 
 class EpisodeListCreateView(CollectionView):
@@ -80,14 +80,14 @@ class EpisodeListCreateView(CollectionView):
     operation = operations.EPISODE_RECORD
     list_output = EpisodePage
     filterset_class = EpisodeFilter
-    rows = staticmethod(selectors.episodes_query)
-    row = staticmethod(selectors.episode_view)
+    rows = staticmethod(record_views.episodes_query)
+    row = staticmethod(record_views.episode_view)
 
 
 class EpisodeDetailView(ItemProjectView):
     operation = operations.EPISODE_GET
     method = "get"
-    find = staticmethod(selectors.episode_find)
+    find = staticmethod(record_views.episode_find)
 
 
 class EntityListView(CollectionView):
@@ -96,8 +96,8 @@ class EntityListView(CollectionView):
     operation = operations.ENTITY_UPSERT
     list_output = EntityPage
     filterset_class = EntityFilter
-    rows = staticmethod(selectors.entities_query)
-    row = staticmethod(selectors.entity_view)
+    rows = staticmethod(record_views.entities_query)
+    row = staticmethod(record_views.entity_view)
 
 
 class EntityDetailView(OperationView):

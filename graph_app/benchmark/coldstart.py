@@ -22,7 +22,8 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
-from graph_app.compiler import compiler_cache_stats, context_compile
+from graph_app.compiler import context_compile
+from graph_app.index_cache import compiler_cache_stats
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens
 

@@ -28,7 +28,7 @@ HOPS = 2
 DECAY = 0.5
 ITEM_SEED = 0.3  # a match's entities seed at this share of its normalised score
 ACTIVATION_WEIGHT = 0.5  # utility lent to an item about an activated entity
-# The same bounds as the product's ranking (graph_app/domain/retrieval.py RankParams): on a
+# The same bounds as the product's ranking (graph_app/domain/ranking_params.py RankParams): on a
 # dense graph two hops reach nearly every entity, and lending to all their items is the whole
 # corpus; with equal bounds the two do the same work and the ratio measures the implementation.
 FRONTIER = 12  # most activated nodes that spread further at each hop

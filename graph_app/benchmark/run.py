@@ -18,7 +18,7 @@ from typing import Any
 from django.test.utils import override_settings
 from tqdm import tqdm
 
-from audit_app.services import contradictions_audit
+from audit_app.findings import contradictions_audit
 from graph_app.benchmark.coldstart import cold_start_measure
 from graph_app.benchmark.reference import ReferenceIndex
 from graph_app.benchmark.reference_load import reference_build
@@ -36,10 +36,13 @@ from graph_app.benchmark.synthetic import (
     scale_label,
     timed,
 )
-from graph_app.compiler import compiler_cache_clear, context_compile
+from graph_app.compiler import context_compile
+from graph_app.entity_reads import entity_query
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear
+from graph_app.integrity import integrity_verify
 from graph_app.models import TemporalFact
-from graph_app.selectors import entity_query, integrity_verify
-from graph_app.services import episode_record, fact_upsert
 from memoryproject.contracts import Caller
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens

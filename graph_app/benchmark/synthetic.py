@@ -21,8 +21,9 @@ from typing import Any
 from django.db.models import Count, Min
 
 from audit_app.models import AuditRun, ContradictionFinding, audit_maintenance
-from graph_app.compiler import compiler_cache_forget
 from graph_app.domain.records import episode_canonical, fact_canonical, sha256_of
+from graph_app.graph_writes import GraphWrite, graph_write
+from graph_app.index_cache import compiler_cache_forget
 from graph_app.models import (
     ChangeAction,
     Entity,
@@ -33,8 +34,7 @@ from graph_app.models import (
     RecordType,
     TemporalFact,
 )
-from graph_app.selectors import entity_sha256
-from graph_app.services import GraphWrite, graph_write
+from graph_app.record_canonical import entity_sha256
 from memoryproject.models import Project
 from memoryproject.writes import write_transaction
 

@@ -14,10 +14,12 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 
 from graph_app.console.contracts import EntityBrowseInput, EntityListInput
-from graph_app.contracts.graph import EgoGraph, FactOut
+from graph_app.contracts.entities import EgoGraph
+from graph_app.contracts.facts import FactOut
 from graph_app.domain.drawing import Bar, GraphDrawing, TimeScale, radial_layout, time_scale
+from graph_app.entity_reads import entity_neighbourhood
 from graph_app.models import Entity, Episode, TemporalFact
-from graph_app.selectors import entity_neighbourhood, facts_visible_at
+from graph_app.time_travel import facts_visible_at
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow

@@ -12,7 +12,7 @@ and nothing read can be anything but a string, a number or a tuple of them. Look
 whole columns (numpy, ``map``) rather than value by value: at 110,000 documents the restore
 takes about as long as unpickling the same index did.
 
-This module and ``retrieval.py``/``bm25.py`` are the ones that know the index's attributes: a
+This module and ``memory_store.py``/``bm25.py`` are the ones that know the index's attributes: a
 new attribute there is written and restored here. Pure Python + numpy: no Django import.
 """
 
@@ -28,7 +28,9 @@ from typing import Any, cast
 import numpy as np
 
 from graph_app.domain.bm25 import BM25Index
-from graph_app.domain.retrieval import _FILL, MemoryDoc, MemoryIndex
+from graph_app.domain.memory_doc import MemoryDoc
+from graph_app.domain.memory_index import MemoryIndex
+from graph_app.domain.memory_store import VISIBILITY_FILL
 
 Arrays = dict[str, np.ndarray]
 _NO_POSITION = np.iinfo(np.int64).min
@@ -345,7 +347,7 @@ def _visibility_columns(arrays: Mapping[str, np.ndarray], kinds: list[str]) -> A
         "closed": arrays["doc.closed_at"],
     }
     out: Arrays = {}
-    for name, fill in _FILL.items():
+    for name, fill in VISIBILITY_FILL.items():
         column = np.full(size, fill, dtype=bool if isinstance(fill, bool) else np.float64)
         column[:n] = values[name]
         out[name] = column

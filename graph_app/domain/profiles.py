@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graph_app.domain.retrieval import RankParams
+from graph_app.domain.ranking_params import RankParams
 from graph_app.domain.tokenize import stems
 
 # Words a chat question is made of without saying what it is about.

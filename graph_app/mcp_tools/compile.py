@@ -11,8 +11,9 @@ from typing import Annotated
 from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
-from graph_app.compiler import context_compile, delivery_receipt
+from graph_app.compiler import context_compile
 from graph_app.contracts.compile import QUERY_MAX_CHARS, CompileInput, CompileResult
+from graph_app.delivery import delivery_receipt
 from graph_app.operations import CONTEXT_COMPILE
 from graph_app.quarantine_holds import deliveries_held
 from memoryproject.domain.screening import text_mask

@@ -13,17 +13,12 @@ from typing import Any
 
 from mcp_types import ToolAnnotations
 
-from graph_app import selectors
-from graph_app.contracts.graph import (
-    EntityQueryResult,
-    EpisodeOut,
-    EpisodeRecordResult,
-    FactOut,
-    FactRetractResult,
-    FactUpsertResult,
-    IntegrityResult,
-    TimeTravelResult,
-)
+from graph_app import graph_summary, integrity, record_views
+from graph_app.contracts.entities import EntityQueryResult
+from graph_app.contracts.episodes import EpisodeOut, EpisodeRecordResult
+from graph_app.contracts.facts import FactOut, FactRetractResult, FactUpsertResult
+from graph_app.contracts.integrity import IntegrityResult
+from graph_app.contracts.time_travel import TimeTravelResult
 from graph_app.operations import (
     ENTITY_QUERY,
     EPISODE_GET,
@@ -239,7 +234,7 @@ RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
         "Knowledge graph summary",
         "Counts of your default project's knowledge graph (entities, facts by status, episodes "
         "by category), its revision and the Merkle root over all records, as JSON.",
-        selectors.graph_summary,
+        graph_summary.graph_summary,
     ),
     (
         "memory://episodes/recent",
@@ -249,7 +244,7 @@ RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
         f"newest first, as JSON; content longer than {EPISODE_PREVIEW_CHARS} characters is cut "
         "(content_truncated) - fetch the full episode over REST.",
         partial(
-            selectors.episodes_recent, limit=RECENT_EPISODES, preview_chars=EPISODE_PREVIEW_CHARS
+            record_views.episodes_recent, limit=RECENT_EPISODES, preview_chars=EPISODE_PREVIEW_CHARS
         ),
     ),
     (
@@ -257,7 +252,7 @@ RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
         "graph-integrity",
         "Integrity of the knowledge graph",
         "memory_verify_integrity for your default project, as JSON.",
-        selectors.integrity_verify,
+        integrity.integrity_verify,
     ),
 )
 

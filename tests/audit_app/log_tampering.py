@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from audit_app.domain.chain import EMPTY_TEXT_SHA256, GENESIS_HASH, RECORD_FORMAT, record_hash
+from audit_app.injection_log import injection_log_append
 from audit_app.models import (
     DeliveredText,
     InjectionLogHead,
@@ -20,7 +21,6 @@ from audit_app.models import (
     audit_maintenance,
     record_payload,
 )
-from audit_app.services import injection_log_append
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from audit_app.services import injection_log_append
+from audit_app.injection_log import injection_log_append
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 

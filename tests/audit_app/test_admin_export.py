@@ -12,9 +12,10 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.domain.chain import record_hash
+from audit_app.injection_log import injection_log_append
 from audit_app.models import AuditCheckpoint, InjectionLogHead
-from audit_app.services import audit_checkpoint_create, injection_log_append
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 

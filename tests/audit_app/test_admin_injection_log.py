@@ -15,14 +15,15 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.erasure import erase
+from audit_app.injection_log import injection_log_append
 from audit_app.models import InjectionLogHead, InjectionRecord, audit_maintenance
-from audit_app.services import injection_log_append
-from graph_app import services as graph
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import Episode, TemporalFact
 from memoryproject.models import Project
-from sessions_app import services as sessions
 from sessions_app.models import Trace
 from sessions_app.selectors import trace_sha256
+from sessions_app.trace_writes import trace_record
 
 pytestmark = pytest.mark.django_db
 
@@ -40,11 +41,11 @@ def staff(client):
 def deliver(project: Project, *, text: str = "SESSION_CONTEXT: use PASETO", **over) -> dict:
     """A trace, a fact and an episode, delivered by one receipt."""
     n = Trace.objects.count()
-    trace_out = sessions.trace_record(
+    trace_out = trace_record(
         project=project, model="claude-x", active_project=f"billing {n}", last_decision="retry"
     )
     trace = Trace.objects.get(trace_id=trace_out["trace_id"])
-    fact_out = graph.fact_upsert(
+    fact_out = fact_upsert(
         project=project,
         subject_id="payments-service",
         predicate=f"uses_token_format_{n}",
@@ -52,7 +53,7 @@ def deliver(project: Project, *, text: str = "SESSION_CONTEXT: use PASETO", **ov
     )
     fact = TemporalFact.objects.get(pk=fact_out["fact"]["id"])
     episode = Episode.objects.get(
-        pk=graph.episode_record(
+        pk=episode_record(
             project=project, title=f"Move to PASETO {n}", category="adr", content="why"
         )["id"]
     )
@@ -119,7 +120,7 @@ def test_banner_says_verified_with_the_head_and_the_last_checkpoint(staff, demo,
     assert "Chain status: verified" in page
     assert f'<code id="chain-head-hash">{head.last_hash}</code>' in page
     assert "none yet" in page
-    from audit_app.services import audit_checkpoint_create
+    from audit_app.checkpoints import audit_checkpoint_create
 
     audit_checkpoint_create()
     deliver(demo)

@@ -11,13 +11,15 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from audit_app.findings import contradictions_audit
 from audit_app.models import AuditRun, ContradictionFinding
-from audit_app.services import contradictions_audit
-from graph_app import services as graph
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import Entity, Episode, GraphChange, TemporalFact
 from memoryproject.models import Project
-from sessions_app import services as sessions
 from sessions_app.models import SessionSummary, Trace
+from sessions_app.session_memory import session_save
+from sessions_app.trace_writes import trace_record
 from tests.sessions_app.factories import STRUCTURED_SUMMARY
 
 pytestmark = pytest.mark.django_db
@@ -34,21 +36,21 @@ def grow(project: Project, n: int) -> None:
     """``n`` more of every kind of row the console lists."""
     start = Trace.objects.filter(project=project).count()
     for i in range(start, start + n):
-        sessions.trace_record(project=project, model=f"model-{i}", active_project=f"p{i}")
-        sessions.session_save(project=project, summary=STRUCTURED_SUMMARY + f"\n{i}")
-        graph.fact_upsert(
+        trace_record(project=project, model=f"model-{i}", active_project=f"p{i}")
+        session_save(project=project, summary=STRUCTURED_SUMMARY + f"\n{i}")
+        fact_upsert(
             project=project,
             subject_id=f"service-{i}",
             predicate="uses_token_format",
             object_value="jwt",
         )
-        graph.fact_upsert(
+        fact_upsert(
             project=project,
             subject_id=f"service-{i}",
             predicate="token_format",
             object_value="paseto",
         )
-        graph.episode_record(project=project, title=f"Decision {i}", category="adr", content="why")
+        episode_record(project=project, title=f"Decision {i}", category="adr", content="why")
     contradictions_audit(project=project)
 
 

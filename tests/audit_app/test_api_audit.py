@@ -3,9 +3,10 @@ text and whether each source changed since, and verification of log and graph.""
 
 import pytest
 
-from graph_app import services as graph
-from graph_app.compiler import compiler_cache_clear
-from sessions_app import services as sessions
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear
+from sessions_app.plan import plan_context
+from sessions_app.trace_writes import trace_record
 
 pytestmark = pytest.mark.django_db
 
@@ -24,15 +25,15 @@ def auditor(client_for):
 
 @pytest.fixture
 def delivered(api, default_project):
-    trace = sessions.trace_record(
+    trace = trace_record(
         project=default_project,
         model="m",
         active_project="billing",
         last_decision="retry webhooks",
         current_output="billing/webhooks.py",
     )
-    plan = sessions.plan_context(project=default_project, mode="force")
-    fact = graph.fact_upsert(
+    plan = plan_context(project=default_project, mode="force")
+    fact = fact_upsert(
         project=default_project,
         subject_id="auth_service",
         predicate="token_format",
@@ -72,7 +73,7 @@ def test_a_receipt_tells_which_sources_changed_since(auditor, default_project, d
     assert before["text"] == compiled["markdown"]
     [source] = [s for s in before["sources"] if s["id"] == fact["id"]]
     assert source["changed_since"] is False
-    graph.fact_upsert(
+    fact_upsert(
         project=default_project,
         subject_id="auth_service",
         predicate="token_format",

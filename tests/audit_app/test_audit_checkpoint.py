@@ -10,10 +10,10 @@ import re
 import pytest
 
 from audit_app.checkpoint_reads import checkpoint_latest
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.domain.chain import checkpoint_mac
 from audit_app.models import AuditCheckpoint, InjectionLogHead, audit_maintenance
 from audit_app.selectors import injection_log_verify
-from audit_app.services import audit_checkpoint_create
 from memoryproject.errors import ApplicationError
 from tests.audit_app import log_tampering as tamper
 from tests.audit_app.log_tampering import run

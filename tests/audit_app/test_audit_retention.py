@@ -13,9 +13,10 @@ import time_machine
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.models import DeliveredText, InjectionRecord
+from audit_app.retention import audit_log_purge
 from audit_app.selectors import injection_log_verify
-from audit_app.services import audit_checkpoint_create, audit_log_purge
 from memoryproject.errors import ApplicationError
 from tests.audit_app import log_tampering as tamper
 from tests.audit_app.log_tampering import run

@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.console_selectors import chain_status
 from audit_app.domain.chain import RECORD_FORMAT, record_hash, sha256_text
 from audit_app.models import (
@@ -25,7 +26,6 @@ from audit_app.models import (
     record_payload,
 )
 from audit_app.selectors import RECENT_WINDOW, injection_log_verify, injection_log_verify_recent
-from audit_app.services import audit_checkpoint_create
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 from tests.audit_app.log_tampering import KEY, append, build_log, delete, edit, record, set_head

@@ -8,10 +8,12 @@ import json
 import pytest
 from django.core.management import call_command
 
+from audit_app.findings import contradictions_audit, finding_settle
 from audit_app.models import AuditRun, ContradictionFinding
-from audit_app.services import contradictions_audit, finding_settle
-from graph_app import selectors, services
-from graph_app.compiler import compiler_cache_clear, context_compile
+from graph_app import entity_reads, integrity
+from graph_app.compiler import context_compile
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear
 from graph_app.models import TemporalFact
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +27,7 @@ def _fresh_compiler_cache():
 
 
 def fact(project, subject, predicate, value, valid_from, **kw):
-    return services.fact_upsert(
+    return fact_upsert(
         project=project,
         subject_id=subject,
         predicate=predicate,
@@ -98,10 +100,10 @@ def test_auto_resolve_retires_the_older_side_and_keeps_history(default_project, 
     assert "alias" in finding["reason"] and new["id"] in finding["reason"]
     retired = TemporalFact.objects.get(pk=old["id"])
     assert retired.superseded_by_id == new["id"] and retired.status == "superseded"
-    view = selectors.entity_query(project=default_project, entity_id="auth_service")
+    view = entity_reads.entity_query(project=default_project, entity_id="auth_service")
     assert [f["id"] for f in view["facts"]] == [new["id"]]
     assert old["id"] in [f["id"] for f in view["history"]]
-    assert selectors.integrity_verify(project=default_project)["verified"] is True
+    assert integrity.integrity_verify(project=default_project)["verified"] is True
     assert contradictions_audit(project=default_project)["findings"] == []
 
 

@@ -16,10 +16,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.domain.dashboard import day_series, histogram
+from audit_app.injection_log import SOURCES
 from audit_app.models import InjectionLogHead, InjectionRecord, Review
-from audit_app.services import SOURCES
 from memoryproject.timeutil import utcnow
-from sessions_app import services
+from sessions_app.plan import plan_context
+from sessions_app.session_memory import session_load
 from tests.audit_app.log_tampering import build_log, edit
 from tests.sessions_app.factories import ProjectFactory, SessionSummaryFactory, TraceFactory
 
@@ -52,9 +53,9 @@ def chart_data(response) -> dict:
 def deliveries(project, *, injected: int = 0, flagged: int = 0, client: str = "agent") -> None:
     """``injected`` trusted plans and ``flagged`` untrusted ones, through the service."""
     for _ in range(injected):
-        services.plan_context(project=project, channel="rest", client=client, mode="force")
+        plan_context(project=project, channel="rest", client=client, mode="force")
     for _ in range(flagged):
-        services.plan_context(project=project, channel="rest", client=client, trust_threshold=1.0)
+        plan_context(project=project, channel="rest", client=client, trust_threshold=1.0)
 
 
 @pytest.fixture
@@ -83,9 +84,9 @@ def test_the_totals_and_charts_equal_the_records_created(staff_client, two_proje
     default, billing = two_projects
     deliveries(default, injected=3, flagged=2, client="claude-code")
     deliveries(billing, injected=1, client="cursor")
-    services.plan_context(project=ProjectFactory(slug="fresh"), channel="rest", client="cursor")
+    plan_context(project=ProjectFactory(slug="fresh"), channel="rest", client="cursor")
     SessionSummaryFactory(project=default)
-    services.session_load(project=default, channel="mcp", client="claude-code")
+    session_load(project=default, channel="mcp", client="claude-code")
 
     response = staff_client.get(URL)
     assert response.status_code == 200

@@ -10,10 +10,12 @@ from django.db import connection
 
 from audit_app.models import InjectionRecord
 from audit_app.selectors import injection_log_verify
-from graph_app import selectors as graph_selectors
-from graph_app import services as graph
-from graph_app.compiler import compiler_cache_clear, context_compile
-from sessions_app import services as sessions
+from graph_app import integrity
+from graph_app.compiler import context_compile
+from graph_app.episode_writes import episode_record
+from graph_app.index_cache import compiler_cache_clear
+from sessions_app.plan import plan_context
+from sessions_app.trace_writes import trace_record
 
 pytestmark = pytest.mark.django_db
 
@@ -49,14 +51,14 @@ def run_erase(*args):
 
 
 def test_erasing_a_trace_removes_personal_data_everywhere(default_project):
-    trace = sessions.trace_record(
+    trace = trace_record(
         project=default_project,
         model="m",
         active_project="billing",
         last_decision=f"refund approved for {PERSONAL}",
         current_output="deploy.sh",
     )
-    plan = sessions.plan_context(project=default_project, mode="force")
+    plan = plan_context(project=default_project, mode="force")
     assert PERSONAL in plan["system_prompt"] and PERSONAL in every_table_text()
 
     code, out, _ = run_erase(
@@ -78,7 +80,7 @@ def test_erasing_a_trace_removes_personal_data_everywhere(default_project):
 
 def test_erasing_an_episode_removes_it_from_compiled_bundles(default_project):
     phone = "+44 20 7946 0958"
-    episode = graph.episode_record(
+    episode = episode_record(
         project=default_project,
         title="Deploy notes",
         category="session_note",
@@ -94,7 +96,7 @@ def test_erasing_an_episode_removes_it_from_compiled_bundles(default_project):
     after = context_compile(project=default_project, query="deploy billing bucket key")
     assert phone not in after["markdown"]
     assert phone not in every_table_text()
-    assert graph_selectors.integrity_verify(project=default_project)["verified"] is True
+    assert integrity.integrity_verify(project=default_project)["verified"] is True
     assert injection_log_verify()["ok"] is True
 
 

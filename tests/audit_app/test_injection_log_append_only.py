@@ -11,6 +11,8 @@ from django.db import IntegrityError, connection, transaction
 from django.test import RequestFactory
 
 from audit_app.admin import InjectionRecordAdmin
+from audit_app.checkpoints import audit_checkpoint_create
+from audit_app.injection_log import delivered_text_erase
 from audit_app.models import (
     AppendOnlyError,
     AuditCheckpoint,
@@ -22,7 +24,6 @@ from audit_app.models import (
     audit_maintenance,
     maintenance_open,
 )
-from audit_app.services import audit_checkpoint_create, delivered_text_erase
 from tests.audit_app import log_tampering as tamper
 from tests.conftest import on_postgres
 

@@ -11,7 +11,7 @@ from django.db import connection
 from audit_app.models import InjectionRecord, audit_maintenance
 from audit_app.selectors import injection_log_verify
 from memoryproject.models import Project
-from sessions_app.services import plan_context
+from sessions_app.plan import plan_context
 
 WORKERS = 4
 CALLS = 8

@@ -11,6 +11,7 @@ import pytest
 import rfc8785
 
 from audit_app.domain.chain import HASHED_FIELDS_V1, record_hash
+from audit_app.injection_log import audit_event_append, delivered_text_erase
 from audit_app.models import (
     DeliveredText,
     ErasedText,
@@ -19,7 +20,6 @@ from audit_app.models import (
     record_payload,
 )
 from audit_app.selectors import TEXT_MISSING, injection_log_verify
-from audit_app.services import audit_event_append, delivered_text_erase
 from memoryproject.errors import ApplicationError
 from tests.audit_app import log_tampering as tamper
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from audit_app.models import InjectionLogHead, InjectionRecord, audit_maintenance
-from sessions_app.services import plan_context
+from sessions_app.plan import plan_context
 
 pytestmark = pytest.mark.django_db
 

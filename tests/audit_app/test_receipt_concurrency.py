@@ -8,10 +8,11 @@ from django.db import connection
 
 from audit_app.models import InjectionRecord, audit_maintenance
 from audit_app.selectors import injection_log_verify
-from graph_app.compiler import compiler_cache_forget, context_deliver
+from graph_app.delivery import context_deliver
+from graph_app.index_cache import compiler_cache_forget
 from memoryproject.contracts import Caller
 from memoryproject.models import Project
-from sessions_app.services import plan_context
+from sessions_app.plan import plan_context
 
 THREADS = 8
 CALLS = 50

@@ -8,11 +8,14 @@ from django.db.models import ProtectedError
 
 from audit_app.models import InjectionRecord
 from audit_app.receipt_sources import ReceiptSource
-from graph_app import services as graph
-from graph_app.compiler import compiler_cache_clear
-from sessions_app import services as sessions
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear
 from sessions_app.models import Trace
+from sessions_app.plan import plan_context
 from sessions_app.selectors import trace_get, trace_sha256
+from sessions_app.session_memory import session_load, session_save
+from sessions_app.trace_writes import trace_record
 from tests.sessions_app.factories import STRUCTURED_SUMMARY
 
 pytestmark = pytest.mark.django_db
@@ -30,13 +33,13 @@ def sha(text: str) -> str:
 
 
 def seed(project):
-    graph.fact_upsert(
+    fact_upsert(
         project=project,
         subject_id="auth_service",
         predicate="token_format",
         object_value="PASETO_v4_public",
     )
-    graph.episode_record(
+    episode_record(
         project=project,
         title="Move tokens to PASETO",
         category="adr",
@@ -69,30 +72,30 @@ def test_a_refused_compile_writes_no_receipt(api, default_project):
 
 
 def test_plan_and_load_receipts_name_their_sources_and_hashes(default_project):
-    trace = sessions.trace_record(
+    trace = trace_record(
         project=default_project,
         model="m",
         active_project="billing",
         last_decision="retry webhooks",
         current_output="billing/webhooks.py",
     )
-    plan = sessions.plan_context(project=default_project, trust_threshold=0.0)
+    plan = plan_context(project=default_project, trust_threshold=0.0)
     record = InjectionRecord.objects.get(pk=plan["injection_id"])
     stored = trace_get(trace_id=trace["trace_id"], project_ids=None)
     assert record.items == [
         {"kind": "trace", "id": trace["trace_id"], "sha256": trace_sha256(stored)}
     ]
     assert record.request == {"n": 5, "trust_threshold": 0.0, "mode": "auto"}
-    saved = sessions.session_save(project=default_project, summary=STRUCTURED_SUMMARY)
-    loaded = sessions.session_load(project=default_project)
+    saved = session_save(project=default_project, summary=STRUCTURED_SUMMARY)
+    loaded = session_load(project=default_project)
     receipt = InjectionRecord.objects.get(pk=loaded["injection_id"])
     assert receipt.items[0]["kind"] == "summary" and receipt.items[0]["id"] == saved["trace_id"]
     assert receipt.prompt_sha256 == sha(loaded["system_prompt"])
 
 
 def test_receipted_evidence_cannot_be_deleted_through_the_orm(default_project):
-    sessions.trace_record(project=default_project, model="m", active_project="x")
-    sessions.plan_context(project=default_project, mode="force")
+    trace_record(project=default_project, model="m", active_project="x")
+    plan_context(project=default_project, mode="force")
     with pytest.raises(ProtectedError):
         Trace.objects.filter(project=default_project).delete()
     with pytest.raises(ProtectedError):
@@ -101,8 +104,8 @@ def test_receipted_evidence_cannot_be_deleted_through_the_orm(default_project):
 
 
 def test_the_admin_offers_no_delete_of_receipted_evidence(admin_client, default_project):
-    sessions.trace_record(project=default_project, model="m", active_project="x")
-    sessions.plan_context(project=default_project, mode="force")
+    trace_record(project=default_project, model="m", active_project="x")
+    plan_context(project=default_project, mode="force")
     trace = Trace.objects.get()
     url = f"/admin/sessions_app/trace/{trace.pk}/delete/"
     assert admin_client.post(url, {"post": "yes"}).status_code == 403
@@ -136,7 +139,7 @@ def test_a_delivery_takes_the_write_turn_for_its_receipt_only(with_proofs):
     proofs on a large graph) would make every writer wait."""
     from django.db import connection
 
-    from graph_app.compiler import context_deliver
+    from graph_app.delivery import context_deliver
     from memoryproject.contracts import Caller
     from memoryproject.models import Project
 
@@ -179,16 +182,16 @@ def test_receipts_are_found_by_each_kind_of_source_through_an_index(default_proj
     from django.db import connection
     from django.utils import timezone
 
+    from audit_app.injection_log import injection_log_append
     from audit_app.receipt_sources import receipts_delivering
-    from audit_app.services import injection_log_append
 
     seed(default_project)
-    trace = sessions.trace_record(
+    trace = trace_record(
         project=default_project, model="m", active_project="auth", last_decision="PASETO"
     )
-    plan = sessions.plan_context(project=default_project, trust_threshold=0.0)
-    saved = sessions.session_save(project=default_project, summary=STRUCTURED_SUMMARY)
-    loaded = sessions.session_load(project=default_project)
+    plan = plan_context(project=default_project, trust_threshold=0.0)
+    saved = session_save(project=default_project, summary=STRUCTURED_SUMMARY)
+    loaded = session_load(project=default_project)
     compiled = graph_compile_delivered(default_project)
     gone = injection_log_append(
         project=default_project,
@@ -232,7 +235,7 @@ def test_receipts_are_found_by_each_kind_of_source_through_an_index(default_proj
 
 def graph_compile_delivered(project):
     """A delivered compile of the seeded fact and episode: its receipt."""
-    from graph_app.compiler import context_deliver
+    from graph_app.delivery import context_deliver
     from memoryproject.contracts import Caller
 
     result = context_deliver(

@@ -14,15 +14,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.erasure import erase
+from audit_app.findings import contradictions_audit
 from audit_app.models import ContradictionFinding, InjectionRecord, Review
 from audit_app.reviews import review_decide, review_open
 from audit_app.selectors import injection_log_verify
-from audit_app.services import contradictions_audit
-from graph_app.services import fact_upsert
+from graph_app.fact_writes import fact_upsert
 from memoryproject.contracts import Caller
 from memoryproject.models import Project
-from sessions_app import services
 from sessions_app.models import Trace
+from sessions_app.plan import plan_context
 from tests.background import committed_project
 from tests.mcp.conftest import McpRunner, server_env, structured
 from tests.sessions_app.factories import SessionSummaryFactory, TraceFactory
@@ -220,9 +220,9 @@ def test_a_load_refused_on_trust_is_queued_and_delivered_once_when_approved(
 def test_every_door_gets_the_approved_context_through_the_same_service(
     default_project, low_trust, reviewer
 ):
-    flagged = services.plan_context(project=default_project, channel="mcp", client="claude-code")
+    flagged = plan_context(project=default_project, channel="mcp", client="claude-code")
     decide(reviewer, flagged["review_id"], "approve")
-    delivered = services.plan_context(project=default_project, channel="cli", client="me")
+    delivered = plan_context(project=default_project, channel="cli", client="me")
     assert (delivered["status"], delivered["approved_by"]) == ("injected", "rita")
     receipt = InjectionRecord.objects.get(pk=delivered["injection_id"])
     assert receipt.channel == "cli"
@@ -289,7 +289,7 @@ def committed_flagged():
 @pytest.mark.django_db(transaction=True, available_apps=["audit_app", "sessions_app"])
 def test_concurrent_plans_deliver_an_approved_context_exactly_once(committed_flagged):
     caller = Caller(channel="test", client="race")
-    flagged = services.plan_context(project=committed_flagged, caller=caller)
+    flagged = plan_context(project=committed_flagged, caller=caller)
     review_decide(review_id=flagged["review_id"], decision="approve", by="rita", reason="ok")
     start = threading.Barrier(THREADS)
     results: list[dict] = []
@@ -298,7 +298,7 @@ def test_concurrent_plans_deliver_an_approved_context_exactly_once(committed_fla
     def worker() -> None:
         try:
             start.wait()
-            results.append(services.plan_context(project=committed_flagged, caller=caller))
+            results.append(plan_context(project=committed_flagged, caller=caller))
         except BaseException as exc:  # an exception in a thread is otherwise lost
             errors.append(exc)
         finally:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.models import InjectionLogHead, InjectionRecord
-from audit_app.services import audit_checkpoint_create
-from graph_app import services as graph
-from graph_app.selectors import graph_chain_head
+from graph_app.fact_writes import fact_upsert
+from graph_app.graph_head import graph_chain_head
 from memoryproject.models import Project
 from memoryproject.services import api_key_create, project_create
 from tests.audit_app import log_tampering as tamper
@@ -31,12 +31,8 @@ def _seed() -> None:
     the log's head is not alpha's own newest record)."""
     alpha, _ = project_create(slug=ALPHA)
     beta, _ = project_create(slug=BETA)
-    graph.fact_upsert(
-        project=alpha, subject_id="alpha_svc", predicate="runs_on", object_value="k8s"
-    )
-    graph.fact_upsert(
-        project=beta, subject_id="beta_svc", predicate="runs_on", object_value="nomad"
-    )
+    fact_upsert(project=alpha, subject_id="alpha_svc", predicate="runs_on", object_value="k8s")
+    fact_upsert(project=beta, subject_id="beta_svc", predicate="runs_on", object_value="nomad")
     for n, project in enumerate((alpha, beta, alpha, beta), start=1):
         tamper.append(project, n)
 

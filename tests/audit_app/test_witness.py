@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import time_machine
 
+from audit_app.checkpoints import audit_checkpoint_create
+from audit_app.injection_log import delivered_text_erase
 from audit_app.models import AuditMaintenanceGrant, audit_maintenance
+from audit_app.retention import audit_log_purge
 from audit_app.selectors import injection_log_verify
-from audit_app.services import audit_checkpoint_create, audit_log_purge, delivered_text_erase
 from memoryproject.errors import ApplicationError
 from memoryproject.witness import LOG_STREAM, public_key_pem, witness
 from tests.audit_app import log_tampering as tamper

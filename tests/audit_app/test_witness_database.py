@@ -12,9 +12,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.selectors import injection_log_verify
-from audit_app.services import audit_checkpoint_create
-from graph_app import selectors, services
+from graph_app import graph_head, integrity
+from graph_app.fact_writes import fact_upsert
 from memoryproject.witness import LOG_STREAM, graph_stream, witness
 from tests.audit_app import log_tampering as tamper
 
@@ -69,19 +70,17 @@ def execute(url: str, statement: str) -> None:
 
 def test_heads_and_checkpoints_land_in_the_second_database(default_project, witness_database):
     records = tamper.build_log(default_project, 3)
-    services.fact_upsert(
-        project=default_project, subject_id="auth", predicate="owner", object_value="team"
-    )
+    fact_upsert(project=default_project, subject_id="auth", predicate="owner", object_value="team")
     audit_checkpoint_create()
     heads = dict(rows(witness_database, "SELECT stream, seq FROM memoryproject_witness_head"))
-    size, _ = selectors.graph_chain_head(default_project)
+    size, _ = graph_head.graph_chain_head(default_project)
     assert heads[LOG_STREAM] == 3 and heads[graph_stream(default_project.pk)] == size > 0
     (line,) = rows(witness_database, "SELECT line FROM memoryproject_witness_entry")
     assert json.loads(line[0])["body"]["kind"] == "checkpoint"
     result = injection_log_verify()
     assert result.ok is True and result.witness.witnessed_seq == 3
     assert records[-1].record_hash == witness().read().heads[LOG_STREAM].hash
-    assert selectors.integrity_verify(project=default_project).verified is True
+    assert integrity.integrity_verify(project=default_project).verified is True
 
 
 def test_a_truncated_log_fails_against_the_database_witness(default_project, witness_database):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph_app.compiler import compiler_cache_clear
+from graph_app.index_cache import compiler_cache_clear
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graph_app.compiler import context_compile
-from graph_app.services import fact_upsert
+from graph_app.fact_writes import fact_upsert
 from memoryproject.models import Project
 
 pytestmark = pytest.mark.django_db

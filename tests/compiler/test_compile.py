@@ -6,8 +6,10 @@ import re
 
 import pytest
 
-from graph_app.compiler import compiler_cache_clear, context_compile
-from graph_app.services import episode_record, fact_retract, fact_upsert
+from graph_app.compiler import context_compile
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_retract, fact_upsert
+from graph_app.index_cache import compiler_cache_clear
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens

@@ -7,8 +7,10 @@ import threading
 import pytest
 from django.db import connection
 
-from graph_app.compiler import compiler_cache_clear, context_compile
-from graph_app.services import episode_record, fact_upsert
+from graph_app.compiler import context_compile
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear
 from memoryproject.models import Project
 
 QUERIES = ["auth_service token format", "ledger balance invariant", "billing export schedule"]

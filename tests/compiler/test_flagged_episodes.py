@@ -10,7 +10,8 @@ from audit_app.models import Review
 from audit_app.quarantine import quarantine_hold
 from audit_app.reviews import review_decide
 from graph_app.compiler import context_compile
-from graph_app.services import episode_record, fact_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from memoryproject.domain.spotlight import CLOSE, OPEN, PREAMBLE, QUARANTINE_HEADING
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,9 @@ from django.core.management import call_command
 
 from audit_app.models import InjectionRecord
 from graph_app.compiler import context_compile
-from graph_app.selectors import integrity_verify
-from graph_app.services import episode_record, fact_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.integrity import integrity_verify
 
 pytestmark = pytest.mark.django_db
 URL = "/v1/graph/compile"

@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from graph_app.compiler import context_compile
-from graph_app.services import episode_record, fact_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from memoryproject.models import Project
 
 pytestmark = pytest.mark.django_db

@@ -16,15 +16,16 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from graph_app.compiler import (
+from graph_app.compiler import context_compile
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import (
     compiler_cache_clear,
     compiler_cache_forget,
     compiler_cache_stats,
     compiler_warm,
-    context_compile,
 )
 from graph_app.models import TemporalFact
-from graph_app.services import episode_record, fact_upsert
 from graph_app.snapshot import snapshot_path
 
 pytestmark = pytest.mark.django_db

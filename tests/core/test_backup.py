@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from graph_app import services as graph
+from graph_app.fact_writes import fact_upsert
 from memoryproject.backup import database_backup
-from sessions_app import services as sessions
+from sessions_app.plan import plan_context
+from sessions_app.trace_writes import trace_record
 from tests.background import committed_project, in_background
 from tests.core.test_export_import import run as run_command
 
@@ -48,7 +49,7 @@ def test_a_backup_taken_while_a_client_writes_holds_every_write_acknowledged_bef
 
     def writer() -> None:
         while not stop.is_set():
-            trace = sessions.trace_record(project=committed, model="m", active_project="x")
+            trace = trace_record(project=committed, model="m", active_project="x")
             acknowledged.append(trace["trace_id"].replace("-", ""))
             if len(acknowledged) >= 30:
                 enough.set()
@@ -78,10 +79,10 @@ def test_a_backup_taken_while_a_client_writes_holds_every_write_acknowledged_bef
 def test_a_restored_copy_verifies_whole_in_a_fresh_server(committed, tmp_path):
     """The restore drill: a server started on the copy verifies the injection log and the
     graph, and holds what the backup reported."""
-    sessions.trace_record(project=committed, model="m", active_project="billing")
-    sessions.plan_context(project=committed, trust_threshold=0.0)
-    graph.fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="JWT")
-    graph.fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="PASETO")
+    trace_record(project=committed, model="m", active_project="billing")
+    plan_context(project=committed, trust_threshold=0.0)
+    fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="JWT")
+    fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="PASETO")
     out = tmp_path / "memory.sqlite3"
     code, stdout, err = run("--out", str(out), "--json")
     assert code == 0, stdout + err
@@ -103,7 +104,7 @@ def test_a_restored_copy_verifies_whole_in_a_fresh_server(committed, tmp_path):
     verified = json.loads(log.stdout)
     assert verified["ok"] is True and verified["checked"] == report["receipts"]
     script = (
-        "import json; from graph_app.selectors import integrity_verify; "
+        "import json; from graph_app.integrity import integrity_verify; "
         "from memoryproject.models import Project; "
         "r = integrity_verify(project=Project.objects.get(slug='backed-up')); "
         "print(json.dumps({'verified': r['verified']}))"

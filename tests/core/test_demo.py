@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from memoryproject.models import Project
-from sessions_app.services import trace_record
+from sessions_app.trace_writes import trace_record
 
 # The temporary database replaces the connection's for the run: no test transaction around it.
 pytestmark = pytest.mark.django_db(transaction=True)

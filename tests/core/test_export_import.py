@@ -16,12 +16,15 @@ from django.db import connection
 
 from audit_app.models import InjectionRecord
 from audit_app.selectors import injection_log_verify
-from graph_app import services as graph
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.integrity import integrity_verify
 from graph_app.models import Entity, Episode, GraphChange, GraphRevision, TemporalFact
-from graph_app.selectors import integrity_verify
 from memoryproject.models import Project
-from sessions_app import services as sessions
 from sessions_app.models import SessionSummary, Trace
+from sessions_app.plan import plan_context
+from sessions_app.session_memory import session_load, session_save
+from sessions_app.trace_writes import trace_record
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +49,7 @@ def run(name, *args):
 
 def seed(slug: str = "billing") -> Project:
     project = Project.objects.create(slug=slug, name="Billing")
-    episode = graph.episode_record(
+    episode = episode_record(
         project=project,
         category="adr",
         title="Move tokens to PASETO v4",
@@ -56,14 +59,14 @@ def seed(slug: str = "billing") -> Project:
         occurred_at="2026-04-20T09:00:00Z",
         external_id="ADR-12",
     )
-    graph.fact_upsert(
+    fact_upsert(
         project=project,
         subject_id="auth_service",
         predicate="uses_token_format",
         object_value="JWT_HS256",
         valid_from="2026-01-10T00:00:00Z",
     )
-    graph.fact_upsert(
+    fact_upsert(
         project=project,
         subject_id="auth_service",
         predicate="uses_token_format",
@@ -71,23 +74,23 @@ def seed(slug: str = "billing") -> Project:
         valid_from="2026-04-20T00:00:00Z",
         source_episode=episode["id"],
     )
-    graph.fact_upsert(
+    fact_upsert(
         project=project,
         subject_id="order_repository",
         predicate="depends_on",
         object_entity="payment_ledger",
         singular=False,
     )
-    sessions.trace_record(
+    trace_record(
         project=project,
         model="m",
         active_project="billing",
         last_decision="retry webhooks",
         current_output="billing/webhooks.py",
     )
-    sessions.session_save(project=project, summary=SUMMARY)
-    sessions.plan_context(project=project, mode="force")
-    sessions.session_load(project=project, threshold=0.1)
+    session_save(project=project, summary=SUMMARY)
+    plan_context(project=project, mode="force")
+    session_load(project=project, threshold=0.1)
     return project
 
 
@@ -149,10 +152,10 @@ def test_round_trip_into_an_empty_database_keeps_everything_and_verifies(tmp_pat
     assert integrity_verify(project=imported)["verified"] is True
     assert injection_log_verify().ok is True
     # The imported project goes on working: a new write extends its chains.
-    graph.fact_upsert(
+    fact_upsert(
         project=imported, subject_id="auth_service", predicate="owner", object_value="platform"
     )
-    sessions.plan_context(project=imported, mode="force")
+    plan_context(project=imported, mode="force")
     assert integrity_verify(project=imported)["verified"] is True
     assert injection_log_verify().ok is True
 
@@ -163,7 +166,7 @@ def test_receipts_into_a_log_that_is_not_empty_are_refused_clearly(tmp_path):
     assert run("export_memory", "--project", "billing", "--out", str(out))[0] == 0
     empty_database()
     other = Project.objects.create(slug="other")
-    sessions.plan_context(project=other, mode="force")  # a receipt of another project
+    plan_context(project=other, mode="force")  # a receipt of another project
     code, _, err = run("import_memory", str(out))
     assert code == 2 and "receipts:" in err and "not empty" in err
     assert not Trace.objects.filter(project__slug="billing").exists()  # nothing written
@@ -185,7 +188,7 @@ def test_renaming_a_sealed_graph_is_refused_and_sessions_rename(tmp_path):
     assert code == 2 and "sealed" in err and "--project" in err
 
     plain = Project.objects.create(slug="notes")
-    sessions.trace_record(
+    trace_record(
         project=plain, model="m", active_project="a", last_decision="b", current_output="c"
     )
     out2 = tmp_path / "notes.jsonl"

@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from graph_app import selectors
-from graph_app import services as graph
+from graph_app import entity_reads
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.integrity import integrity_verify
 from graph_app.models import Entity, Episode, GraphChange, TemporalFact
-from graph_app.selectors import integrity_verify
 from memoryproject.export_file import TABLES
 from memoryproject.models import Project
-from sessions_app import services as sessions
 from sessions_app.models import Trace
+from sessions_app.trace_writes import trace_record
 from tests.core.test_export_import import empty_database, run, seed
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +31,7 @@ EpisodeEntity = Episode.entities.through
 def seed_beta() -> Project:
     """A second tenant without receipts: an episode naming an entity, a fact, a trace."""
     project = Project.objects.create(slug="beta", name="Beta")
-    episode = graph.episode_record(
+    episode = episode_record(
         project=project,
         category="incident",
         title="Queue stalled",
@@ -38,14 +39,14 @@ def seed_beta() -> Project:
         entities_mentioned=["worker_pool", "auth_service"],
         occurred_at="2026-05-01T10:00:00Z",
     )
-    graph.fact_upsert(
+    fact_upsert(
         project=project,
         subject_id="worker_pool",
         predicate="size",
         object_value="8",
         source_episode=episode["id"],
     )
-    sessions.trace_record(
+    trace_record(
         project=project, model="m", active_project="beta", last_decision="d", current_output="o"
     )
     return project
@@ -94,7 +95,7 @@ def tenants(tmp_path):
 
 
 def view(project: Project, entity: str) -> dict[str, Any]:
-    return selectors.entity_query(project=project, entity_id=entity).as_json()
+    return entity_reads.entity_query(project=project, entity_id=entity).as_json()
 
 
 def state() -> dict[str, int]:

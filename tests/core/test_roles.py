@@ -13,11 +13,14 @@ from django.contrib.auth.models import Group
 from django.forms.models import model_to_dict
 
 from audit_app.models import InjectionRecord, Review
-from graph_app import services as graph
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from memoryproject.models import Project
 from memoryproject.roles import COMPLIANCE_OFFICER, compliance_officer_group_ensure
 from memoryproject.services import api_key_create
-from sessions_app import services as sessions
+from sessions_app.plan import plan_context
+from sessions_app.session_memory import session_save
+from sessions_app.trace_writes import trace_record
 from tests.sessions_app.factories import STRUCTURED_SUMMARY
 
 pytestmark = pytest.mark.django_db
@@ -40,13 +43,13 @@ def world():
     """At least one row behind most admin pages: traces, a summary, a plan that was flagged
     (and so queued for review), graph rows, a receipt, an API key."""
     demo = Project.objects.get_or_create(slug="demo")[0]
-    sessions.trace_record(project=demo, model="m", active_project="billing")
-    sessions.session_save(project=demo, summary=STRUCTURED_SUMMARY)
-    graph.fact_upsert(project=demo, subject_id="payments", predicate="token", object_value="jwt")
-    graph.fact_upsert(project=demo, subject_id="payments", predicate="token", object_value="paseto")
-    graph.episode_record(project=demo, title="Move to PASETO", category="adr", content="why")
-    sessions.plan_context(project=demo, mode="force")
-    sessions.plan_context(project=demo, trust_threshold=1.0)  # flagged
+    trace_record(project=demo, model="m", active_project="billing")
+    session_save(project=demo, summary=STRUCTURED_SUMMARY)
+    fact_upsert(project=demo, subject_id="payments", predicate="token", object_value="jwt")
+    fact_upsert(project=demo, subject_id="payments", predicate="token", object_value="paseto")
+    episode_record(project=demo, title="Move to PASETO", category="adr", content="why")
+    plan_context(project=demo, mode="force")
+    plan_context(project=demo, trust_threshold=1.0)  # flagged
     api_key_create(name="k", project_slugs=["demo"], scope="read", create_projects=False)
     return demo
 

@@ -19,17 +19,19 @@ import pytest
 from django.db import connection
 
 from audit_app.erasure import erase
+from audit_app.findings import contradictions_audit
 from audit_app.models import AuditRun
-from audit_app.services import contradictions_audit
-from graph_app import services as graph
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import Episode, TemporalFact
 from memoryproject.contracts import Caller
 from memoryproject.models import Project, ProjectAPIKey
 from memoryproject.portability import project_export, project_import
 from memoryproject.services import api_key_create
 from memoryproject.writes import write_transaction
-from sessions_app import services as sessions
 from sessions_app.models import SessionSummary, Trace
+from sessions_app.session_memory import session_save
+from sessions_app.trace_writes import trace_record
 from tests.background import committed_project, in_background
 
 pytestmark = [
@@ -51,22 +53,22 @@ def committed():
 
 
 def _trace(project: Project) -> Callable[[], bool]:
-    sessions.trace_record(project=project, model="m", active_project="billing")
+    trace_record(project=project, model="m", active_project="billing")
     return lambda: Trace.objects.filter(project=project).exists()
 
 
 def _summary(project: Project) -> Callable[[], bool]:
-    sessions.session_save(project=project, summary=SUMMARY)
+    session_save(project=project, summary=SUMMARY)
     return lambda: SessionSummary.objects.filter(project=project).exists()
 
 
 def _fact(project: Project) -> Callable[[], bool]:
-    graph.fact_upsert(project=project, subject_id="auth", predicate="uses", object_value="JWT")
+    fact_upsert(project=project, subject_id="auth", predicate="uses", object_value="JWT")
     return lambda: TemporalFact.objects.filter(project=project).exists()
 
 
 def _episode(project: Project) -> Callable[[], bool]:
-    graph.episode_record(project=project, title="Use JWT", category="adr", content="why")
+    episode_record(project=project, title="Use JWT", category="adr", content="why")
     return lambda: Episode.objects.filter(project=project).exists()
 
 
@@ -81,7 +83,7 @@ def _key(project: Project) -> Callable[[], bool]:
 
 
 def _erasure(project: Project) -> Callable[[], bool]:
-    trace = sessions.trace_record(project=project, model="secret-model", active_project="secret")
+    trace = trace_record(project=project, model="secret-model", active_project="secret")
     return lambda: (
         bool(erase(target="trace", ref=trace["trace_id"], reason="asked", by="dpo"))
         and (
@@ -93,7 +95,7 @@ def _erasure(project: Project) -> Callable[[], bool]:
 
 def _import(project: Project, tmp_path: Path) -> Callable[[], bool]:
     source = Project.objects.create(slug="turns-moved", name="moved")
-    sessions.trace_record(project=source, model="m", active_project="billing")
+    trace_record(project=source, model="m", active_project="billing")
     out = tmp_path / "turns.jsonl"
     project_export(slug=source.slug, out=out)
     source.delete()  # moved out: the import brings it back
@@ -168,12 +170,12 @@ def test_an_export_reads_while_a_writer_holds_the_database(committed, tmp_path):
     """An export reads its tables in one snapshot that writers do not wait for, and that does
     not wait for them: it used to open an IMMEDIATE transaction, which waits for the database's
     write lock (and then holds it for as long as the export takes)."""
-    graph.fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="JWT")
+    fact_upsert(project=committed, subject_id="auth", predicate="uses", object_value="JWT")
     holding, release = threading.Event(), threading.Event()
 
     def writer() -> None:
         with write_transaction():
-            graph.fact_upsert(
+            fact_upsert(
                 project=committed, subject_id="billing", predicate="uses", object_value="Kafka"
             )
             holding.set()

@@ -7,7 +7,9 @@ from typing import Any
 
 import factory
 
-from graph_app import services
+from graph_app.entity_writes import entity_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import Entity, Episode, TemporalFact
 from memoryproject.models import Project
 
@@ -28,7 +30,7 @@ class FactFactory(factory.Factory):
 
     @classmethod
     def _create(cls, model_class: type, *args: Any, **kwargs: Any) -> TemporalFact:
-        result = services.fact_upsert(**kwargs)
+        result = fact_upsert(**kwargs)
         return TemporalFact.objects.get(pk=result["fact"]["id"])
 
 
@@ -45,7 +47,7 @@ class EpisodeFactory(factory.Factory):
 
     @classmethod
     def _create(cls, model_class: type, *args: Any, **kwargs: Any) -> Episode:
-        result = services.episode_record(**kwargs)
+        result = episode_record(**kwargs)
         return Episode.objects.get(pk=result["id"])
 
 
@@ -59,5 +61,5 @@ class EntityFactory(factory.Factory):
 
     @classmethod
     def _create(cls, model_class: type, *args: Any, **kwargs: Any) -> Entity:
-        result = services.entity_upsert(**kwargs)
+        result = entity_upsert(**kwargs)
         return Entity.objects.get(project=kwargs["project"], slug=result["id"])

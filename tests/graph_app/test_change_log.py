@@ -14,8 +14,11 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from audit_app.models import audit_maintenance
-from graph_app import selectors, services
+from graph_app import change_log_reads, entity_reads, graph_head, integrity, record_canonical
 from graph_app.domain.records import change_hash, sha256_of
+from graph_app.entity_writes import entity_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_retract, fact_upsert
 from graph_app.models import (
     GENESIS_HASH,
     AppendOnlyError,
@@ -26,6 +29,7 @@ from graph_app.models import (
     GraphRevision,
     TemporalFact,
 )
+from graph_app.record_erasure import ERASED_TEXT, graph_record_erase
 from memoryproject.errors import ApplicationError, NotFoundError
 from memoryproject.models import Project
 from tests.conftest import on_postgres
@@ -45,28 +49,28 @@ class Graph:
 @pytest.fixture
 def graph(default_project) -> Graph:
     p = default_project
-    jwt = services.fact_upsert(
+    jwt = fact_upsert(
         project=p,
         subject_id="auth_service",
         predicate="uses_token_format",
         object_value="JWT_HS256",
         valid_from="2025-01-01T00:00:00Z",
     )["fact"]["id"]
-    paseto = services.fact_upsert(
+    paseto = fact_upsert(
         project=p,
         subject_id="auth_service",
         predicate="uses_token_format",
         object_value="PASETO_v4_public",
         valid_from="2025-06-01T00:00:00Z",
     )["fact"]["id"]
-    edge = services.fact_upsert(
+    edge = fact_upsert(
         project=p,
         subject_id="order_service",
         predicate="depends_on",
         object_value="payment_ledger",
         singular=False,
     )["fact"]["id"]
-    episode = services.episode_record(
+    episode = episode_record(
         project=p,
         title="Move to PASETO",
         category="adr",
@@ -74,14 +78,14 @@ def graph(default_project) -> Graph:
         files_touched=["src/auth/tokens.py", "src/auth/keys.py"],
         entities_mentioned=["auth_service", "key_vault"],
     )["id"]
-    services.entity_upsert(
+    entity_upsert(
         project=p, entity_id="auth_service", kind="service", name="Auth", aliases=["authn"]
     )
     return Graph(project=p, jwt=jwt, paseto=paseto, edge=edge, episode=episode)
 
 
 def verify(graph: Graph, **checkpoint: Any) -> Any:
-    return selectors.integrity_verify(project=graph.project, **checkpoint)
+    return integrity.integrity_verify(project=graph.project, **checkpoint)
 
 
 def named(report: Any) -> set[tuple[str, str, str]]:
@@ -98,19 +102,19 @@ def entries(project: Project) -> list[GraphChange]:
 
 
 def rehash(entry: GraphChange, project: Project) -> str:
-    fields = {f: getattr(entry, f) for f in selectors.CHANGE_FIELDS if f != "hash"}
+    fields = {f: getattr(entry, f) for f in change_log_reads.CHANGE_FIELDS if f != "hash"}
     return change_hash(project=project.slug, **fields)
 
 
 def fact_sha(fact_id: str) -> str:
-    fact = TemporalFact.objects.select_related(*selectors.FACT_RELATED).get(pk=fact_id)
-    row = selectors.instance_row(fact, selectors.FACT_VALUE_FIELDS)
-    return sha256_of(selectors.fact_canonical_of(row, fact.project.slug))
+    fact = TemporalFact.objects.select_related(*record_canonical.FACT_RELATED).get(pk=fact_id)
+    row = record_canonical.instance_row(fact, record_canonical.FACT_VALUE_FIELDS)
+    return sha256_of(record_canonical.fact_canonical_of(row, fact.project.slug))
 
 
 def episode_sha(episode: Episode) -> str:
-    row = selectors.instance_row(episode, selectors.EPISODE_VALUE_FIELDS)
-    return sha256_of(selectors.episode_canonical_of(row, episode.project.slug))
+    row = record_canonical.instance_row(episode, record_canonical.EPISODE_VALUE_FIELDS)
+    return sha256_of(record_canonical.episode_canonical_of(row, episode.project.slug))
 
 
 # --- every write appends ----------------------------------------------------------------------
@@ -134,7 +138,7 @@ def test_every_write_appends_one_chained_entry_per_record_it_touched(graph):
     assert chain[0].prev_hash == GENESIS_HASH
     assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(chain))
     assert all(rehash(e, graph.project) == e.hash for e in chain)
-    assert selectors.graph_chain_head(graph.project) == (len(chain), chain[-1].hash)
+    assert graph_head.graph_chain_head(graph.project) == (len(chain), chain[-1].hash)
     head = GraphRevision.objects.get(project=graph.project)
     assert (head.changes, head.head_hash) == (len(chain), chain[-1].hash)
     report = verify(graph)
@@ -144,28 +148,28 @@ def test_every_write_appends_one_chained_entry_per_record_it_touched(graph):
 
 
 def test_writes_that_change_nothing_append_nothing(graph):
-    size = selectors.graph_chain_head(graph.project)[0]
-    again = services.fact_upsert(
+    size = graph_head.graph_chain_head(graph.project)[0]
+    again = fact_upsert(
         project=graph.project,
         subject_id="auth_service",
         predicate="uses_token_format",
         object_value="PASETO_v4_public",
     )
     assert again["outcome"] == "unchanged"
-    services.entity_upsert(project=graph.project, entity_id="auth_service", name="Auth")
-    assert selectors.graph_chain_head(graph.project)[0] == size
+    entity_upsert(project=graph.project, entity_id="auth_service", name="Auth")
+    assert graph_head.graph_chain_head(graph.project)[0] == size
 
 
 def test_retraction_cancellation_and_supersession_are_sealed(graph):
-    services.fact_retract(project=graph.project, fact_id=graph.edge)
-    scheduled = services.fact_upsert(
+    fact_retract(project=graph.project, fact_id=graph.edge)
+    scheduled = fact_upsert(
         project=graph.project,
         subject_id="auth_service",
         predicate="uses_token_format",
         object_value="PASETO_v5",
         valid_from="2999-01-01T00:00:00Z",
     )["fact"]["id"]
-    services.fact_retract(project=graph.project, fact_id=scheduled)  # cancelled
+    fact_retract(project=graph.project, fact_id=scheduled)  # cancelled
     tail = [(e.action, e.record_id) for e in entries(graph.project)][-5:]
     assert tail[0] == ("closed", graph.edge)
     assert tail[1:4] == [("closed", graph.paseto), ("asserted", scheduled), ("closed", scheduled)]
@@ -219,8 +223,8 @@ def test_postgres_refuses_truncate_of_the_log(graph):
 
 def test_deleting_a_project_keeps_the_record_of_its_graph(default_project):
     scratch = Project.objects.create(slug="scratch", name="scratch")
-    services.fact_upsert(project=scratch, subject_id="a", predicate="p", object_value="v")
-    size = selectors.graph_chain_head(scratch)[0]
+    fact_upsert(project=scratch, subject_id="a", predicate="p", object_value="v")
+    size = graph_head.graph_chain_head(scratch)[0]
     pk = scratch.pk
     scratch.delete()
     assert GraphChange.objects.filter(project_id=pk).count() == size
@@ -261,7 +265,7 @@ def test_a_deleted_episode_is_named(graph):
 
 
 def test_a_fact_inserted_with_a_correct_hash_is_named(graph):
-    forged = TemporalFact.objects.select_related(*selectors.FACT_RELATED).get(pk=graph.edge)
+    forged = TemporalFact.objects.select_related(*record_canonical.FACT_RELATED).get(pk=graph.edge)
     forged.pk, forged.object_value = "fact_forged000000001", "stripe_api"
     forged.object_entity = None
     forged.save(force_insert=True)
@@ -277,7 +281,9 @@ def test_a_fact_inserted_with_a_correct_hash_is_named(graph):
 @pytest.mark.parametrize("kind", ["fact", "episode"])
 def test_a_row_duplicated_under_a_new_id_is_named_as_a_copy(graph, kind):
     if kind == "fact":
-        copy = TemporalFact.objects.select_related(*selectors.FACT_RELATED).get(pk=graph.edge)
+        copy = TemporalFact.objects.select_related(*record_canonical.FACT_RELATED).get(
+            pk=graph.edge
+        )
         original, copy.pk = graph.edge, "fact_copy00000000001"
         copy.save(force_insert=True)
         copy.sha256 = fact_sha(copy.pk)
@@ -480,7 +486,7 @@ def _rechain_from(project: Project, start: int) -> None:
 
 
 def test_a_full_rechain_passes_the_head_but_not_a_checkpoint(graph):
-    size, head = selectors.graph_chain_head(graph.project)
+    size, head = graph_head.graph_chain_head(graph.project)
     table = TemporalFact._meta.db_table
     sql(f"UPDATE {table} SET object_value = %s WHERE id = %s", ["JWT_NONE", graph.paseto])
     sql(f"UPDATE {table} SET sha256 = %s WHERE id = %s", [fact_sha(graph.paseto), graph.paseto])
@@ -499,7 +505,7 @@ def test_a_full_rechain_passes_the_head_but_not_a_checkpoint(graph):
 
 
 def test_wiping_the_graph_and_resetting_the_head_fails_against_a_checkpoint(graph):
-    size, head = selectors.graph_chain_head(graph.project)
+    size, head = graph_head.graph_chain_head(graph.project)
     p = graph.project
     TemporalFact.objects.filter(project=p).update(superseded_by=None)
     TemporalFact.objects.filter(project=p).delete()
@@ -517,8 +523,8 @@ def test_wiping_the_graph_and_resetting_the_head_fails_against_a_checkpoint(grap
 
 
 def test_a_checkpoint_stays_consistent_as_the_graph_grows(graph):
-    size, head = selectors.graph_chain_head(graph.project)
-    services.fact_retract(project=graph.project, fact_id=graph.edge)
+    size, head = graph_head.graph_chain_head(graph.project)
+    fact_retract(project=graph.project, fact_id=graph.edge)
     report = verify(graph, checkpoint_size=size, checkpoint_head=head.upper())
     assert report["verified"] is True
     assert report["checkpoint"]["consistent"] is True
@@ -532,7 +538,7 @@ def test_a_checkpoint_needs_both_its_size_and_its_head(graph):
 
 
 def test_rest_verifies_against_a_checkpoint_given_in_the_query(graph, api):
-    size, head = selectors.graph_chain_head(graph.project)
+    size, head = graph_head.graph_chain_head(graph.project)
     query = {"checkpoint_size": size, "checkpoint_head": head}
     body = api.get("/v1/graph/integrity", query).json()
     assert body["verified"] is True and body["checkpoint"]["consistent"] is True
@@ -547,13 +553,13 @@ def test_rest_verifies_against_a_checkpoint_given_in_the_query(graph, api):
 def test_erasure_removes_content_and_integrity_still_verifies(graph):
     episode_before = Episode.objects.get(pk=graph.episode).sha256
     erased = [
-        *services.graph_record_erase(
+        *graph_record_erase(
             project=graph.project, record_type="fact", record_id=graph.paseto, reason="leak"
         ),
-        *services.graph_record_erase(
+        *graph_record_erase(
             project=graph.project, record_type="episode", record_id=graph.episode, reason="leak"
         ),
-        *services.graph_record_erase(
+        *graph_record_erase(
             project=graph.project, record_type="entity", record_id="auth_service", reason="gdpr"
         ),
     ]
@@ -566,13 +572,13 @@ def test_erasure_removes_content_and_integrity_still_verifies(graph):
         {"kind": "episode", "id": graph.episode, "sha256": episode_before},
     ]
     fact = TemporalFact.objects.get(pk=graph.paseto)
-    assert fact.object_value == services.ERASED_TEXT and fact.valid_until is not None
+    assert fact.object_value == ERASED_TEXT and fact.valid_until is not None
     episode = Episode.objects.get(pk=graph.episode)
     assert "PASETO" not in episode.title + episode.content and episode.files_touched == []
     assert not EpisodeFile.objects.filter(episode=episode).exists()
     assert not episode.entities.exists()
     entity = Entity.objects.get(project=graph.project, slug="auth_service")
-    assert (entity.name, entity.aliases) == (services.ERASED_TEXT, [])
+    assert (entity.name, entity.aliases) == (ERASED_TEXT, [])
     report = verify(graph)
     assert report["verified"] is True, report["problems"]
     assert [(e["record_type"], e["id"], e["sha256"], e["reason"]) for e in report["erased"]] == [
@@ -583,7 +589,7 @@ def test_erasure_removes_content_and_integrity_still_verifies(graph):
 
 
 def test_an_erased_record_is_still_sealed(graph):
-    services.graph_record_erase(
+    graph_record_erase(
         project=graph.project, record_type="episode", record_id=graph.episode, reason="leak"
     )
     sql(
@@ -595,12 +601,12 @@ def test_an_erased_record_is_still_sealed(graph):
 
 def test_erasure_names_what_it_cannot_find_and_wants_a_reason(graph):
     with pytest.raises(NotFoundError) as missing:
-        services.graph_record_erase(
+        graph_record_erase(
             project=graph.project, record_type="fact", record_id="fact_nope", reason="x"
         )
     assert missing.value.field == "fact"
     with pytest.raises(ApplicationError) as no_reason:
-        services.graph_record_erase(
+        graph_record_erase(
             project=graph.project, record_type="fact", record_id=graph.edge, reason=" "
         )
     assert no_reason.value.field == "reason"
@@ -648,22 +654,22 @@ def _now() -> Any:
 
 def test_an_erased_edge_leaves_the_ego_graph_of_a_process_that_walked_it(default_project):
     p = default_project
-    edge = services.fact_upsert(
+    edge = fact_upsert(
         project=p,
         subject_id="billing",
         predicate="reports_to",
         object_value="ceo_office",
         object_entity="ceo_office",
     )["fact"]["id"]
-    services.fact_upsert(project=p, subject_id="billing", predicate="owner", object_value="ana")
+    fact_upsert(project=p, subject_id="billing", predicate="owner", object_value="ana")
 
     def ego(entity):
-        graph = selectors.entity_query(project=p, entity_id=entity)["ego_graph"]
+        graph = entity_reads.entity_query(project=p, entity_id=entity)["ego_graph"]
         return {e["fact_id"] for e in graph["edges"]}, {n["id"] for n in graph["nodes"]}
 
     # The process keeps the project's edges in memory once it has walked them.
     assert ego("billing") == ({edge}, {"billing", "ceo_office"})
-    services.graph_record_erase(project=p, record_type="fact", record_id=edge, reason="gdpr")
+    graph_record_erase(project=p, record_type="fact", record_id=edge, reason="gdpr")
     # The erased relation is gone from both ends, without a restart.
     assert ego("billing") == (set(), {"billing"})
     assert ego("ceo_office") == (set(), {"ceo_office"})
@@ -681,9 +687,7 @@ def test_a_process_that_compiled_erased_records_never_delivers_them_again(graph)
     # The index of this process holds both records once it has compiled them.
     assert "PASETO_v4_public" in compiled() and "PASETO v4 public keys" in compiled()
     for kind, record in (("fact", graph.paseto), ("episode", graph.episode)):
-        services.graph_record_erase(
-            project=graph.project, record_type=kind, record_id=record, reason="leak"
-        )
+        graph_record_erase(project=graph.project, record_type=kind, record_id=record, reason="leak")
     for text in (
         compiled(),
         compiled(include_superseded=True),
@@ -700,7 +704,7 @@ def test_an_instant_moved_apart_from_its_twin_is_named(graph, column, twin):
     verification reads such equal instants once: moving one of the two by a microsecond is
     still named."""
     if column == "closed_at":
-        services.fact_retract(project=graph.project, fact_id=graph.edge)
+        fact_retract(project=graph.project, fact_id=graph.edge)
     assert verify(graph)["problems"] == []
     fact = TemporalFact.objects.get(id=graph.edge)
     assert getattr(fact, column) == getattr(fact, twin)

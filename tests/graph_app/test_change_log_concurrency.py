@@ -9,7 +9,8 @@ import pytest
 from django.db import connection, connections
 from django.test import override_settings
 
-from graph_app import selectors, services
+from graph_app import integrity
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import GraphChange
 from memoryproject.models import Project
 from memoryproject.reads import read_snapshot
@@ -33,7 +34,7 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
         try:
             barrier.wait()
             for n in range(WRITES):
-                services.fact_upsert(
+                fact_upsert(
                     project=project,
                     subject_id=f"service_{i}",
                     predicate="depends_on",
@@ -50,7 +51,7 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
             barrier.wait()
             with override_settings(INTEGRITY_WORKER_MIN_CHANGES=1 if worker else 0):
                 while not done.is_set():
-                    reports.append(selectors.integrity_verify(project=project).as_json())
+                    reports.append(integrity.integrity_verify(project=project).as_json())
                     # On SQLite verification holds the write lock while it reads, and SQLite's
                     # lock is not fair: back-to-back runs could starve the writers past their
                     # timeout.
@@ -77,7 +78,7 @@ def test_concurrent_writes_chain_contiguously_and_verification_never_sees_half_a
     # The subjects, the libraries (shared: created once, by whichever writer came first) and
     # the edges.
     assert len(seqs) == WRITERS + WRITES + WRITERS * WRITES
-    final = selectors.integrity_verify(project=project)
+    final = integrity.integrity_verify(project=project)
     assert final["verified"] is True and final["chain"]["size"] == len(seqs)
 
 
@@ -89,15 +90,13 @@ def test_a_write_commits_while_verification_reads_and_verification_still_reads_o
     from graph_app.models import TemporalFact
 
     project, _ = Project.objects.get_or_create(slug="default")
-    services.fact_upsert(project=project, subject_id="svc", predicate="runs_on", object_value="a")
+    fact_upsert(project=project, subject_id="svc", predicate="runs_on", object_value="a")
     committed = threading.Event()
     errors: list[BaseException] = []
 
     def writer() -> None:
         try:
-            services.fact_upsert(
-                project=project, subject_id="svc", predicate="owns", object_value="ledger"
-            )
+            fact_upsert(project=project, subject_id="svc", predicate="owns", object_value="ledger")
             committed.set()
         except BaseException as exc:  # collected and asserted below
             errors.append(exc)

@@ -6,7 +6,8 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from graph_app import selectors, services
+from graph_app import graph_head, integrity
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import TemporalFact
 from memoryproject.models import Project
 
@@ -29,7 +30,7 @@ def test_eight_concurrent_upserts_leave_one_active_fact_and_a_linear_chain():
     def writer(i: int) -> None:
         try:
             barrier.wait()
-            result = services.fact_upsert(
+            result = fact_upsert(
                 project=project,
                 subject_id="auth_service",
                 predicate="uses_token_format",
@@ -72,6 +73,6 @@ def test_eight_concurrent_upserts_leave_one_active_fact_and_a_linear_chain():
     for fid, nxt in successors.items():
         if nxt:
             assert facts[fid].valid_until == facts[nxt].valid_from
-    assert selectors.graph_revision_current(project=project) == WRITERS
-    assert selectors.integrity_verify(project=project)["verified"] is True
+    assert graph_head.graph_revision_current(project=project) == WRITERS
+    assert integrity.integrity_verify(project=project)["verified"] is True
     connection.close()

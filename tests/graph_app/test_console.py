@@ -11,8 +11,8 @@ import time_machine
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from graph_app import services
 from graph_app.console.selectors import EPISODES_PER_PAGE, FACTS_PER_PAGE, HISTORY_PER_PAGE
+from graph_app.entity_writes import entity_upsert
 from memoryproject.models import Project
 from tests.graph_app.factories import EpisodeFactory, FactFactory
 
@@ -269,7 +269,7 @@ def test_entity_page_costs_the_same_queries_for_a_small_and_a_large_entity(
 
 def test_entity_list_searches_and_filters_by_project(viewer, token_history):
     Project.objects.create(slug="other")
-    services.entity_upsert(project=Project.objects.get(slug="other"), entity_id="auth_gateway")
+    entity_upsert(project=Project.objects.get(slug="other"), entity_id="auth_gateway")
     html = _html(viewer.get("/console/graph/", {"q": "auth"}))
     assert "auth_service" in html and "auth_gateway" in html and "key_vault" not in html
     html = _html(viewer.get("/console/graph/", {"q": "auth", "project": "other"}))
@@ -281,7 +281,7 @@ def test_entity_list_is_paginated_in_a_fixed_number_of_queries(
     viewer, django_assert_max_num_queries
 ):
     for n in range(60):
-        services.entity_upsert(
+        entity_upsert(
             project=Project.objects.get_or_create(slug="default")[0],
             entity_id=f"entity_{n:02d}",
         )

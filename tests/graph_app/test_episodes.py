@@ -2,7 +2,9 @@
 
 import pytest
 
-from graph_app import selectors, services
+from graph_app import entity_reads, graph_head
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import Episode
 from memoryproject.errors import ApplicationError, ConflictError
 
@@ -20,7 +22,7 @@ def record(project, **kw):
         "occurred_at": "2026-04-20T09:00:00Z",
         **kw,
     }
-    return services.episode_record(**args)
+    return episode_record(**args)
 
 
 def test_record_answers_id_and_sha256_and_links_entities(default_project):
@@ -28,7 +30,7 @@ def test_record_answers_id_and_sha256_and_links_entities(default_project):
     assert episode["id"].startswith("ep_") and len(episode["sha256"]) == 64
     assert episode["created"] is True
     assert episode["metadata"] == {"speaker": "Ana", "session": "s1"}
-    query = selectors.entity_query(project=default_project, entity_id="auth_service")
+    query = entity_reads.entity_query(project=default_project, entity_id="auth_service")
     assert [e["id"] for e in query["episodes"]] == [episode["id"]]
 
 
@@ -73,12 +75,12 @@ def test_bad_episode_input_names_the_field_and_writes_nothing(default_project, k
         record(default_project, **kwargs)
     assert info.value.field == field
     assert not Episode.objects.exists()
-    assert selectors.graph_revision_current(project=default_project) == 0
+    assert graph_head.graph_revision_current(project=default_project) == 0
 
 
 def test_fact_can_cite_its_source_episode(default_project):
     episode = record(default_project)
-    fact = services.fact_upsert(
+    fact = fact_upsert(
         project=default_project,
         subject_id="auth_service",
         predicate="uses_token_format",

@@ -3,7 +3,10 @@ validation that writes nothing, and revision stamping for cached indexes."""
 
 import pytest
 
-from graph_app import selectors, services
+from graph_app import graph_head, integrity, time_travel
+from graph_app.entity_writes import entity_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_retract, fact_upsert
 from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
 from graph_app.models import Entity, GraphRevision, TemporalFact
 from memoryproject.errors import ApplicationError, ConflictError, NotFoundError
@@ -19,7 +22,7 @@ APR = "2026-04-20T00:00:00Z"
 def upsert(project, value, valid_from=None, **kw):
     kw.setdefault("subject_id", "auth_service")
     kw.setdefault("predicate", "uses_token_format")
-    return services.fact_upsert(project=project, object_value=value, valid_from=valid_from, **kw)
+    return fact_upsert(project=project, object_value=value, valid_from=valid_from, **kw)
 
 
 def test_entities_are_created_on_first_mention(default_project):
@@ -42,12 +45,12 @@ def test_new_value_closes_active_fact_and_lists_it(default_project):
 
 def test_reasserting_the_active_fact_writes_nothing(default_project):
     first = upsert(default_project, "JWT_HS256", JAN)
-    revision = selectors.graph_revision_current(project=default_project)
+    revision = graph_head.graph_revision_current(project=default_project)
     again = upsert(default_project, "JWT_HS256")
     assert again["outcome"] == "unchanged" and not again["created"]
     assert again["fact"]["id"] == first["fact"]["id"]
     assert TemporalFact.objects.count() == 1
-    assert selectors.graph_revision_current(project=default_project) == revision
+    assert graph_head.graph_revision_current(project=default_project) == revision
 
 
 def test_backdated_fact_is_history_and_does_not_replace_active(default_project):
@@ -60,7 +63,7 @@ def test_backdated_fact_is_history_and_does_not_replace_active(default_project):
     active = TemporalFact.objects.get(valid_until__isnull=True)
     assert active.object_value == "PASETO_v4_public"
     # Time travel into the backdated interval shows the value learned last for it.
-    march = selectors.graph_as_of(project=default_project, as_of="2026-03-01T00:00:00Z")
+    march = time_travel.graph_as_of(project=default_project, as_of="2026-03-01T00:00:00Z")
     assert [f["object_value"] for f in march["facts"]] == ["JWT_RS256"]
 
 
@@ -74,7 +77,7 @@ def test_backdated_before_everything_is_closed_at_first_fact(default_project):
 
 def test_non_singular_predicate_keeps_several_active_values(default_project):
     for value in ("redis", "postgres", "redis"):
-        services.fact_upsert(
+        fact_upsert(
             project=default_project,
             subject_id="billing",
             predicate="stores_data_in",
@@ -87,27 +90,27 @@ def test_non_singular_predicate_keeps_several_active_values(default_project):
 
 def test_retract_closes_without_replacement(default_project):
     fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
-    result = services.fact_retract(project=default_project, fact_id=fact["id"], at=FEB)
+    result = fact_retract(project=default_project, fact_id=fact["id"], at=FEB)
     assert result["fact"]["valid_until"] == FEB
     assert result["fact"]["status"] == "retracted"
     assert result["fact"]["superseded_by"] is None
     assert not TemporalFact.objects.filter(valid_until__isnull=True).exists()
     with pytest.raises(ConflictError):
-        services.fact_retract(project=default_project, fact_id=fact["id"])
+        fact_retract(project=default_project, fact_id=fact["id"])
     with pytest.raises(NotFoundError):
-        services.fact_retract(project=default_project, fact_id="fact_missing")
+        fact_retract(project=default_project, fact_id="fact_missing")
 
 
 def test_retract_before_valid_from_is_refused(default_project):
     fact = upsert(default_project, "JWT_HS256", FEB)["fact"]
     with pytest.raises(ApplicationError) as info:
-        services.fact_retract(project=default_project, fact_id=fact["id"], at=JAN)
+        fact_retract(project=default_project, fact_id=fact["id"], at=JAN)
     assert info.value.field == "at"
 
 
 def test_a_retracted_fact_leaves_room_for_a_new_active_one(default_project):
     fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
-    services.fact_retract(project=default_project, fact_id=fact["id"], at=FEB)
+    fact_retract(project=default_project, fact_id=fact["id"], at=FEB)
     result = upsert(default_project, "PASETO_v4_public", APR)
     assert result["outcome"] == "active" and result["superseded"] == []
 
@@ -139,12 +142,12 @@ def test_bad_input_names_the_field_and_writes_nothing(default_project, kwargs, f
         **kwargs,
     }
     with pytest.raises(ApplicationError) as info:
-        services.fact_upsert(**args)
+        fact_upsert(**args)
     assert info.value.field == field
     assert field in info.value.message
     assert not TemporalFact.objects.exists()
     assert not Entity.objects.exists()
-    assert selectors.graph_revision_current(project=default_project) == 0
+    assert graph_head.graph_revision_current(project=default_project) == 0
 
 
 def test_every_write_bumps_revision_and_stamps_changed_rows(default_project):
@@ -155,7 +158,7 @@ def test_every_write_bumps_revision_and_stamps_changed_rows(default_project):
     assert second["superseded"][0]["revision"] == 2  # the closed fact changed too
     changed = fact_rows_changed_since(project=default_project, revision=1)
     assert {f["id"] for f in changed} == {first["id"], second["fact"]["id"]}
-    episode = services.episode_record(
+    episode = episode_record(
         project=default_project, title="Move to PASETO", category="adr", content="why"
     )
     assert episode["revision"] == 3
@@ -171,7 +174,7 @@ def test_projects_are_separate_graphs(default_project):
     upsert(default_project, "JWT_HS256", JAN)
     result = upsert(other, "PASETO_v4_public", APR)
     assert result["superseded"] == []  # the other project's fact is not this one's history
-    assert selectors.graph_revision_current(project=other) == 1
+    assert graph_head.graph_revision_current(project=other) == 1
 
 
 def test_history_links_cannot_be_deleted_alone_but_a_project_can(default_project):
@@ -180,7 +183,7 @@ def test_history_links_cannot_be_deleted_alone_but_a_project_can(default_project
     other = Project.objects.create(slug="scratch", name="scratch")
     upsert(other, "JWT_HS256", JAN)
     new = upsert(other, "PASETO_v4_public", APR)["fact"]
-    services.episode_record(
+    episode_record(
         project=other, title="t", category="adr", content="c", entities_mentioned=["auth_service"]
     )
     with pytest.raises(RestrictedError):
@@ -191,7 +194,7 @@ def test_history_links_cannot_be_deleted_alone_but_a_project_can(default_project
 
 def test_reasserting_a_retracted_fact_makes_it_true_again(default_project):
     fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
-    services.fact_retract(project=default_project, fact_id=fact["id"])
+    fact_retract(project=default_project, fact_id=fact["id"])
     again = upsert(default_project, "JWT_HS256", JAN)
     assert again["created"] and again["outcome"] == "active"
     assert TemporalFact.objects.get(valid_until__isnull=True).id == again["fact"]["id"]
@@ -199,12 +202,12 @@ def test_reasserting_a_retracted_fact_makes_it_true_again(default_project):
 
 def test_retraction_and_entity_renames_reach_the_change_feed(default_project):
     fact = upsert(default_project, "JWT_HS256", JAN)["fact"]
-    retracted = services.fact_retract(project=default_project, fact_id=fact["id"])["fact"]
+    retracted = fact_retract(project=default_project, fact_id=fact["id"])["fact"]
     assert retracted["revision"] == 2
     assert [f["id"] for f in fact_rows_changed_since(project=default_project, revision=1)] == [
         fact["id"]
     ]
-    services.entity_upsert(project=default_project, entity_id="auth_service", name="Auth")
+    entity_upsert(project=default_project, entity_id="auth_service", name="Auth")
     changed = fact_rows_changed_since(project=default_project, revision=2)
     assert [(f["id"], f["subject__name"]) for f in changed] == [(fact["id"], "Auth")]
-    assert selectors.integrity_verify(project=default_project)["verified"] is True
+    assert integrity.integrity_verify(project=default_project)["verified"] is True

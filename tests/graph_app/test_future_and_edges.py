@@ -6,8 +6,12 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from graph_app import selectors, services
-from graph_app.compiler import compiler_cache_clear, context_compile
+from graph_app import entity_reads, graph_head, integrity, time_travel
+from graph_app.compiler import context_compile
+from graph_app.entity_writes import entity_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_retract, fact_upsert
+from graph_app.index_cache import compiler_cache_clear
 from graph_app.models import TemporalFact
 from memoryproject.errors import ConflictError
 
@@ -27,7 +31,7 @@ JAN_2030 = "2030-01-01T00:00:00Z"
 
 
 def engine(project, value, valid_from, **kw):
-    return services.fact_upsert(
+    return fact_upsert(
         project=project,
         subject_id="db",
         predicate="engine",
@@ -57,7 +61,7 @@ def test_a_future_fact_does_not_replace_the_current_truth(default_project, sched
     [closed] = cockroach["superseded"]
     assert closed["id"] == postgres["id"] and closed["status"] == "active"
     assert compiled_engines(default_project) == {"postgres"}
-    view = selectors.entity_query(project=default_project, entity_id="db")
+    view = entity_reads.entity_query(project=default_project, entity_id="db")
     assert [f["object_value"] for f in view["facts"]] == ["postgres"]
     assert [f["object_value"] for f in view["scheduled"]] == ["cockroach"]
     assert view["history"] == []
@@ -69,18 +73,18 @@ def test_the_future_fact_is_what_compiles_as_of_its_time(default_project, schedu
 
 def test_the_switch_happens_when_the_time_comes_with_no_write(default_project, scheduled):
     assert compiled_engines(default_project) == {"postgres"}
-    revision = selectors.graph_revision_current(project=default_project)
+    revision = graph_head.graph_revision_current(project=default_project)
     with time_machine.travel(datetime(2030, 6, 1, tzinfo=UTC)):
         assert compiled_engines(default_project) == {"cockroach"}
-        view = selectors.entity_query(project=default_project, entity_id="db")
+        view = entity_reads.entity_query(project=default_project, entity_id="db")
         assert [f["object_value"] for f in view["facts"]] == ["cockroach"]
         assert [f["object_value"] for f in view["history"]] == ["postgres"]
-    assert selectors.graph_revision_current(project=default_project) == revision
+    assert graph_head.graph_revision_current(project=default_project) == revision
 
 
 def test_retracting_the_future_fact_later_leaves_postgres_current(default_project, scheduled):
     _, cockroach = scheduled
-    services.fact_retract(
+    fact_retract(
         project=default_project, fact_id=cockroach["fact"]["id"], at="2040-01-01T00:00:00Z"
     )
     assert compiled_engines(default_project) == {"postgres"}
@@ -88,12 +92,12 @@ def test_retracting_the_future_fact_later_leaves_postgres_current(default_projec
 
 def test_cancelling_the_future_fact_lets_postgres_go_on(default_project, scheduled):
     _, cockroach = scheduled
-    cancelled = services.fact_retract(project=default_project, fact_id=cockroach["fact"]["id"])
+    cancelled = fact_retract(project=default_project, fact_id=cockroach["fact"]["id"])
     assert cancelled["fact"]["valid_until"] == cancelled["fact"]["valid_from"] == JAN_2030
     assert compiled_engines(default_project) == {"postgres"}
-    later = selectors.graph_as_of(project=default_project, as_of="2031-01-01T00:00:00Z")
+    later = time_travel.graph_as_of(project=default_project, as_of="2031-01-01T00:00:00Z")
     assert [f["object_value"] for f in later["facts"]] == ["postgres"]
-    assert selectors.integrity_verify(project=default_project)["verified"] is True
+    assert integrity.integrity_verify(project=default_project)["verified"] is True
 
 
 def test_a_current_value_between_takes_over_until_the_scheduled_one(default_project, scheduled):
@@ -136,7 +140,7 @@ def test_the_database_refuses_a_zero_width_supersession(default_project):
 
 
 def test_object_value_of_a_relational_predicate_is_an_edge(default_project):
-    result = services.fact_upsert(
+    result = fact_upsert(
         project=default_project,
         subject_id="order_repository",
         predicate="depends_on",
@@ -144,24 +148,26 @@ def test_object_value_of_a_relational_predicate_is_an_edge(default_project):
         singular=False,
     )
     assert result["fact"]["object_entity"] == "payment_ledger"
-    view = selectors.entity_query(project=default_project, entity_id="payment_ledger", max_hops=2)
+    view = entity_reads.entity_query(
+        project=default_project, entity_id="payment_ledger", max_hops=2
+    )
     assert "order_repository" in {n["id"] for n in view["ego_graph"]["nodes"]}
 
 
 def test_object_value_naming_a_known_entity_links_it_other_text_stays_text(default_project):
-    services.entity_upsert(project=default_project, entity_id="redis_cache", kind="service")
-    linked = services.fact_upsert(
+    entity_upsert(project=default_project, entity_id="redis_cache", kind="service")
+    linked = fact_upsert(
         project=default_project,
         subject_id="session_store",
         predicate="backed_by",
         object_value="redis_cache",
     )
-    text = services.fact_upsert(
+    text = fact_upsert(
         project=default_project, subject_id="session_store", predicate="ttl", object_value="30m"
     )
     assert linked["fact"]["object_entity"] == "redis_cache"
     assert text["fact"]["object_entity"] is None
-    again = services.fact_upsert(
+    again = fact_upsert(
         project=default_project,
         subject_id="session_store",
         predicate="backed_by",
@@ -171,7 +177,7 @@ def test_object_value_naming_a_known_entity_links_it_other_text_stays_text(defau
 
 
 def test_two_hop_activation_follows_cortex_edges_to_an_invariant(default_project):
-    services.episode_record(
+    episode_record(
         project=default_project,
         title="Ledger postings are append-only",
         category="invariant",
@@ -180,14 +186,14 @@ def test_two_hop_activation_follows_cortex_edges_to_an_invariant(default_project
         external_id="INV-7",
     )
     for noise in range(15):
-        services.episode_record(
+        episode_record(
             project=default_project,
             title=f"Checkout note {noise}",
             category="session_note",
             content=f"order_repository pagination tweak {noise} before refactoring queries",
             entities_mentioned=["order_repository"],
         )
-    services.fact_upsert(
+    fact_upsert(
         project=default_project,
         subject_id="order_repository",
         predicate="depends_on",
@@ -206,7 +212,7 @@ def test_two_hop_activation_follows_cortex_edges_to_an_invariant(default_project
 
 
 def test_episodes_are_found_by_external_id_and_by_citation(api, default_project):
-    recorded = services.episode_record(
+    recorded = episode_record(
         project=default_project,
         title="Move tokens to PASETO",
         category="adr",

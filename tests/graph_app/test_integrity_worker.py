@@ -15,7 +15,9 @@ import pytest
 from django.db import connection, transaction
 from django.test import override_settings
 
-from graph_app import selectors, services
+from graph_app import integrity
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import TemporalFact
 from memoryproject.models import Project
 from tests.conftest import on_postgres
@@ -24,14 +26,14 @@ from tests.conftest import on_postgres
 # flush afterwards empties only the graph's tables.
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["graph_app"])
 
-WORKER = "graph_app.selectors"
+WORKER = "graph_app.integrity_worker_client"
 
 
 def _graph(project: Project) -> list[str]:
     ids = []
     for n in range(6):
         ids.append(
-            services.fact_upsert(
+            fact_upsert(
                 project=project,
                 subject_id=f"service_{n % 3}",
                 predicate="runs_on",
@@ -40,7 +42,7 @@ def _graph(project: Project) -> list[str]:
             )["fact"]["id"]
         )
     ids.append(
-        services.fact_upsert(
+        fact_upsert(
             project=project,
             subject_id="service_0",
             predicate="depends_on",
@@ -50,7 +52,7 @@ def _graph(project: Project) -> list[str]:
             confidence=0.7,
         )["fact"]["id"]
     )
-    services.episode_record(
+    episode_record(
         project=project,
         title="Runtime moved",
         category="migration",
@@ -69,7 +71,7 @@ def project() -> Project:
 
 def _verified(project: Project, *, worker: bool) -> dict[str, Any]:
     with override_settings(INTEGRITY_WORKER_MIN_CHANGES=1 if worker else 0):
-        report = selectors.integrity_verify(project=project).as_json()
+        report = integrity.integrity_verify(project=project).as_json()
     report.pop("checked_at")
     return report
 
@@ -150,7 +152,7 @@ def test_inside_a_callers_transaction_verification_reads_its_uncommitted_writes_
     _graph(project)
     caplog.set_level(logging.DEBUG, logger=WORKER)
     with transaction.atomic():
-        extra = services.fact_upsert(
+        extra = fact_upsert(
             project=project, subject_id="service_9", predicate="owns", object_value="billing"
         )["fact"]["id"]
         report = _verified(project, worker=True)
@@ -165,7 +167,7 @@ def test_below_the_threshold_no_worker_starts(project, caplog):
     _graph(project)
     caplog.set_level(logging.DEBUG, logger=WORKER)
     with override_settings(INTEGRITY_WORKER_MIN_CHANGES=10_000):
-        assert selectors.integrity_verify(project=project)["verified"] is True
+        assert integrity.integrity_verify(project=project)["verified"] is True
     assert _worker_said(caplog) == []
 
 

@@ -14,9 +14,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit_app.models import audit_maintenance
-from graph_app import selectors, services
+from graph_app import entity_reads, graph_caches, graph_head, integrity, time_travel
+from graph_app.contracts.integrity import IntegrityInput
 from graph_app.domain.hashing import merkle_root
-from graph_app.models import GraphChange, GraphRevision, TemporalFact
+from graph_app.fact_writes import fact_retract, fact_upsert
+from graph_app.models import Entity, GraphChange, GraphRevision, TemporalFact
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 
@@ -28,15 +30,15 @@ CHANGES = GraphChange._meta.db_table
 
 @pytest.fixture(autouse=True)
 def _fresh_timelines():
-    selectors.timeline_forget()
+    graph_caches.timeline_forget()
     yield
-    selectors.timeline_forget()
+    graph_caches.timeline_forget()
 
 
 def _history(project) -> dict:
     """Supersession, a scheduled successor, a retraction and a backdated fact, with an
     instant recorded between the writes."""
-    fact = services.fact_upsert
+    fact = fact_upsert
     fact(project=project, subject_id="auth", predicate="token", object_value="JWT",
          valid_from="2025-01-01T00:00:00Z")  # fmt: skip
     fact(project=project, subject_id="auth", predicate="owner", object_value="core")
@@ -47,7 +49,7 @@ def _history(project) -> dict:
          valid_from=(utcnow() + timedelta(days=30)).isoformat())  # fmt: skip
     retracted = fact(project=project, subject_id="auth", predicate="store",
                      object_value="redis", singular=False)["fact"]["id"]  # fmt: skip
-    services.fact_retract(project=project, fact_id=retracted)
+    fact_retract(project=project, fact_id=retracted)
     fact(project=project, subject_id="auth", predicate="region", object_value="eu",
          valid_from="2024-01-01T00:00:00Z")  # fmt: skip
     # Backdated into the history of a singular predicate: the fact starting latest wins.
@@ -61,7 +63,7 @@ def _history(project) -> dict:
 
 def _reference(project, as_of, known_at):
     """The answer computed over every row by the database (facts_visible_at)."""
-    facts = selectors.facts_visible_at(project=project, as_of=as_of, known_at=known_at)
+    facts = time_travel.facts_visible_at(project=project, as_of=as_of, known_at=known_at)
     return [f.fact.as_json() for f in facts], merkle_root([f.leaf for f in facts])
 
 
@@ -76,7 +78,7 @@ def test_time_travel_over_the_timeline_answers_what_the_rows_say(default_project
         facts, root = _reference(default_project, as_of, known_at)
         pages, offset = [], 0
         while offset is not None:
-            page = selectors.graph_as_of(
+            page = time_travel.graph_as_of(
                 project=default_project, as_of=as_of, known_at=known_at, limit=5, offset=offset
             )
             assert page.count == len(facts) and page.snapshot_hash == root
@@ -88,10 +90,10 @@ def test_time_travel_over_the_timeline_answers_what_the_rows_say(default_project
 def test_a_page_of_time_travel_reads_only_its_own_rows(default_project):
     _history(default_project)
     as_of = utcnow()
-    first = selectors.graph_as_of(project=default_project, as_of=as_of, limit=5)
+    first = time_travel.graph_as_of(project=default_project, as_of=as_of, limit=5)
     assert first.count > 10
     with CaptureQueriesContext(connection) as queries:
-        second = selectors.graph_as_of(
+        second = time_travel.graph_as_of(
             project=default_project, as_of=as_of, limit=5, offset=first.next_offset
         )
     assert [f.id for f in second.facts] == sorted(f.id for f in second.facts)
@@ -104,12 +106,12 @@ def test_a_page_of_time_travel_reads_only_its_own_rows(default_project):
 def test_a_write_is_caught_up_by_the_rows_it_stamped(default_project):
     _history(default_project)
     as_of = utcnow() + timedelta(seconds=1)
-    selectors.graph_as_of(project=default_project, as_of=as_of)
-    services.fact_upsert(
+    time_travel.graph_as_of(project=default_project, as_of=as_of)
+    fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
     with CaptureQueriesContext(connection) as queries:
-        after = selectors.graph_as_of(project=default_project, as_of=utcnow())
+        after = time_travel.graph_as_of(project=default_project, as_of=utcnow())
     catch_up = [q["sql"] for q in queries if FACTS in q["sql"] and "revision" in q["sql"]]
     assert len(catch_up) == 1 and '"revision" >' in catch_up[0]
     owners = [f.object_value for f in after.facts if f.predicate == "owner"]
@@ -121,13 +123,13 @@ def test_a_write_is_caught_up_by_the_rows_it_stamped(default_project):
 def test_a_graph_that_went_back_is_read_again_not_served_stale(default_project):
     _history(default_project)
     as_of = utcnow()
-    before = selectors.graph_as_of(project=default_project, as_of=as_of)
+    before = time_travel.graph_as_of(project=default_project, as_of=as_of)
     # Rows changed behind the cache's back with the head reset: the lines are rebuilt.
     TemporalFact.objects.filter(project=default_project, predicate="region").update(
         object_value="us"
     )
     GraphRevision.objects.filter(project=default_project).update(head_hash="f" * 64)
-    after = selectors.graph_as_of(project=default_project, as_of=as_of)
+    after = time_travel.graph_as_of(project=default_project, as_of=as_of)
     assert after.snapshot_hash != before.snapshot_hash
     assert "us" in {f.object_value for f in after.facts if f.predicate == "region"}
 
@@ -137,14 +139,14 @@ def test_a_graph_that_went_back_is_read_again_not_served_stale(default_project):
 
 def _star(project, spokes: int) -> None:
     for n in range(spokes):
-        services.fact_upsert(
+        fact_upsert(
             project=project,
             subject_id=f"svc_{n:03d}",
             predicate="depends_on",
             object_entity="hub",
             singular=False,
         )
-        services.fact_upsert(
+        fact_upsert(
             project=project,
             subject_id=f"svc_{n:03d}",
             predicate="calls",
@@ -155,12 +157,10 @@ def _star(project, spokes: int) -> None:
 
 def test_the_ego_graph_is_paged_with_its_totals(default_project):
     _star(default_project, 30)
-    full = selectors._ego_graph(
-        selectors.Entity.objects.get(project=default_project, slug="hub"), 2
-    )
+    full = entity_reads._ego_graph(Entity.objects.get(project=default_project, slug="hub"), 2)
     seen_nodes, seen_edges, offset = [], [], 0
     while offset is not None:
-        page = selectors.entity_query(
+        page = entity_reads.entity_query(
             project=default_project, entity_id="hub", max_hops=2, limit=7, offset=offset
         )
         assert page.totals["nodes"] == len(full.nodes) == 61
@@ -174,9 +174,9 @@ def test_the_ego_graph_is_paged_with_its_totals(default_project):
 
 def test_the_entity_query_issues_as_many_queries_whatever_the_graph_size(default_project):
     def issued(slug: str) -> int:
-        selectors.entity_query(project=default_project, entity_id=slug)  # warm the timeline
+        entity_reads.entity_query(project=default_project, entity_id=slug)  # warm the timeline
         with CaptureQueriesContext(connection) as queries:
-            selectors.entity_query(project=default_project, entity_id=slug, max_hops=3)
+            entity_reads.entity_query(project=default_project, entity_id=slug, max_hops=3)
         return len(queries)
 
     _star(default_project, 3)
@@ -187,16 +187,16 @@ def test_the_entity_query_issues_as_many_queries_whatever_the_graph_size(default
 
 def test_an_edge_ended_or_scheduled_is_not_in_the_ego_graph(default_project):
     _star(default_project, 2)
-    gone = services.fact_upsert(
+    gone = fact_upsert(
         project=default_project, subject_id="old", predicate="calls", object_entity="hub",
         singular=False,
     )["fact"]["id"]  # fmt: skip
-    services.fact_retract(project=default_project, fact_id=gone)
-    services.fact_upsert(
+    fact_retract(project=default_project, fact_id=gone)
+    fact_upsert(
         project=default_project, subject_id="next", predicate="calls", object_entity="hub",
         singular=False, valid_from=(utcnow() + timedelta(days=3)).isoformat(),
     )  # fmt: skip
-    page = selectors.entity_query(project=default_project, entity_id="hub")
+    page = entity_reads.entity_query(project=default_project, entity_id="hub")
     nodes = {n.id for n in page.ego_graph.nodes}
     assert "old" not in nodes and "next" not in nodes and "svc_000" in nodes
 
@@ -205,15 +205,15 @@ def test_an_edge_ended_or_scheduled_is_not_in_the_ego_graph(default_project):
 
 
 def _verify_since(project, size, head):
-    return selectors.integrity_verify(
+    return integrity.integrity_verify(
         project=project, checkpoint_size=size, checkpoint_head=head, since_checkpoint=True
     )
 
 
 def test_verifying_since_a_checkpoint_reads_only_the_log_after_it(default_project):
     _history(default_project)
-    size, head = selectors.graph_chain_head(default_project)
-    services.fact_upsert(
+    size, head = graph_head.graph_chain_head(default_project)
+    fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
     with CaptureQueriesContext(connection) as queries:
@@ -225,14 +225,14 @@ def test_verifying_since_a_checkpoint_reads_only_the_log_after_it(default_projec
     log_reads = [q["sql"] for q in queries if CHANGES in q["sql"]]
     assert len(log_reads) == 1 and '"seq" >=' in log_reads[0]
     assert not [q for q in queries if FACTS in q["sql"] and " IN (" not in q["sql"]]
-    full = selectors.integrity_verify(project=default_project)
+    full = integrity.integrity_verify(project=default_project)
     assert full.verified is True and full.scope == "full" and full.facts > report.facts
 
 
 def test_a_record_changed_since_the_checkpoint_is_named(default_project):
     _history(default_project)
-    size, head = selectors.graph_chain_head(default_project)
-    new = services.fact_upsert(
+    size, head = graph_head.graph_chain_head(default_project)
+    new = fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )["fact"]["id"]
     TemporalFact.objects.filter(pk=new).update(object_value="nobody")
@@ -243,8 +243,8 @@ def test_a_record_changed_since_the_checkpoint_is_named(default_project):
 
 def test_an_entry_after_the_checkpoint_edited_or_a_moved_checkpoint_is_named(default_project):
     _history(default_project)
-    size, head = selectors.graph_chain_head(default_project)
-    services.fact_upsert(
+    size, head = graph_head.graph_chain_head(default_project)
+    fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
     with audit_maintenance():
@@ -260,7 +260,7 @@ def test_an_entry_after_the_checkpoint_edited_or_a_moved_checkpoint_is_named(def
 
 def test_since_checkpoint_needs_a_checkpoint():
     with pytest.raises(ApplicationError) as error:
-        selectors.IntegrityInput.parse({"since_checkpoint": True})
+        IntegrityInput.parse({"since_checkpoint": True})
     assert error.value.field == "since_checkpoint"
 
 
@@ -277,15 +277,15 @@ def _plans(queries) -> list[str]:
 @pytest.mark.skipif("connection.vendor != 'sqlite'")
 def test_the_reads_go_through_their_indexes(default_project):
     _history(default_project)
-    size, head = selectors.graph_chain_head(default_project)
+    size, head = graph_head.graph_chain_head(default_project)
     as_of = utcnow()
-    selectors.graph_as_of(project=default_project, as_of=as_of, limit=5)
-    services.fact_upsert(
+    time_travel.graph_as_of(project=default_project, as_of=as_of, limit=5)
+    fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
     with CaptureQueriesContext(connection) as queries:
-        selectors.graph_as_of(project=default_project, as_of=as_of, limit=5, offset=5)
-        selectors.entity_query(project=default_project, entity_id="auth")
+        time_travel.graph_as_of(project=default_project, as_of=as_of, limit=5, offset=5)
+        entity_reads.entity_query(project=default_project, entity_id="auth")
         _verify_since(default_project, size, head)
     plans = _plans(queries)
     assert plans and not [p for p in plans if "SCAN" in p]  # every statement searches an index
@@ -296,10 +296,10 @@ def test_the_reads_go_through_their_indexes(default_project):
 
 
 def test_a_page_past_the_end_or_an_empty_graph_is_empty_not_an_error(default_project):
-    empty = selectors.graph_as_of(project=default_project, as_of=utcnow())
+    empty = time_travel.graph_as_of(project=default_project, as_of=utcnow())
     assert empty.count == 0 and empty.facts == [] and empty.next_offset is None
     _history(default_project)
-    past = selectors.graph_as_of(project=default_project, as_of=utcnow(), offset=500)
+    past = time_travel.graph_as_of(project=default_project, as_of=utcnow(), offset=500)
     assert past.count > 0 and past.facts == [] and past.next_offset is None
 
 
@@ -308,11 +308,13 @@ def test_facts_as_known_decide_in_memory_and_read_only_what_is_shown(default_pro
     as_of, known_at = utcnow(), marks["between"]
     reference = {
         f"fact:{f.fact.id}": f.fact.as_json()
-        for f in selectors.facts_visible_at(project=default_project, as_of=as_of, known_at=known_at)
+        for f in time_travel.facts_visible_at(
+            project=default_project, as_of=as_of, known_at=known_at
+        )
     }
-    selectors.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)  # warm
+    time_travel.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)  # warm
     with CaptureQueriesContext(connection) as queries:
-        views = selectors.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)
+        views = time_travel.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)
         assert set(views) == set(reference) and len(views) == len(reference)
     assert len(queries) == 1  # the revision check: no fact row read yet
     key = sorted(reference)[0]

@@ -20,8 +20,8 @@ from mcp_types import Implementation
 
 from audit_app.models import InjectionRecord
 from audit_app.selectors import injection_log_verify
+from graph_app.integrity import integrity_verify
 from graph_app.models import Episode, TemporalFact
-from graph_app.selectors import integrity_verify
 from memoryproject.loadtest import AppServer, Workload, free_port, target_prepare, verify_all
 from memoryproject.loadtest.target import REPO
 from memoryproject.models import Project

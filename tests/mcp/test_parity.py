@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memoryproject.models import Project
-from sessions_app import services as session_services
+from sessions_app.trace_writes import trace_record
 from tests.mcp.conftest import structured
 from tests.mcp.test_tools import GOOD_SUMMARY
 
@@ -89,7 +89,7 @@ def test_compile_context_rejects_what_rest_rejects(mcp, api):
 def test_plan_context_matches_rest(mcp, api):
     project = Project.objects.get(slug="default")
     for i, trust in enumerate((0.9, 0.7, 0.85)):
-        session_services.trace_record(
+        trace_record(
             project=project,
             model="claude-sonnet",
             trust_score=trust,

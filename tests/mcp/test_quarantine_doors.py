@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from graph_app.services import episode_record
+from graph_app.episode_writes import episode_record
 from memoryproject.domain.spotlight import QUARANTINE_HEADING
 from tests.mcp.conftest import structured, text_of
 from tests.security.test_quarantine_doors import (

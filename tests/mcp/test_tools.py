@@ -6,7 +6,7 @@ import pytest
 
 from audit_app.models import InjectionRecord
 from memoryproject.models import Project
-from sessions_app import services as session_services
+from sessions_app.trace_writes import trace_record
 from tests.mcp.conftest import CLIENT_NAME, key_label, structured, text_of, write_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -237,7 +237,7 @@ def test_plan_context_injects_flags_and_receipts_every_call(mcp):
     project = Project.objects.get(slug="default")
     key = write_key(("default", "brand-new"), scope="read")
     for i, trust in enumerate((0.95, 0.8, 0.9)):
-        session_services.trace_record(
+        trace_record(
             project=project,
             model="claude-sonnet",
             trust_score=trust,

@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 
-from graph_app import services as graph
+from graph_app.entity_writes import entity_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from memoryproject.models import Project
-from sessions_app import services as sessions
+from sessions_app.plan import plan_context
+from sessions_app.trace_writes import trace_record
 from tests.core.test_export_import import empty_database, run
 from tests.core.test_import_safety import body, line_of, state, write
 from tests.security.test_field_screening import AWS, GITHUB, POISON, REDIS, SENDGRID
@@ -22,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 def seed(*, content: str = "The deploy job fails on the second retry.") -> Project:
     project = Project.objects.create(slug="billing", name="Billing")
-    graph.episode_record(
+    episode_record(
         project=project,
         category="incident",
         title="Deploy failures",
@@ -32,12 +35,10 @@ def seed(*, content: str = "The deploy job fails on the second retry.") -> Proje
         metadata={"ticket": "OPS-1"},
         external_id="OPS-1",
     )
-    graph.fact_upsert(
-        project=project, subject_id="deploy_job", predicate="runs_on", object_value="ci"
-    )
-    graph.entity_upsert(project=project, entity_id="deploy_job", name="Deploy job", aliases=["dj"])
-    sessions.trace_record(project=project, model="m", active_project="billing", key_files=["a.py"])
-    sessions.plan_context(project=project, mode="force")
+    fact_upsert(project=project, subject_id="deploy_job", predicate="runs_on", object_value="ci")
+    entity_upsert(project=project, entity_id="deploy_job", name="Deploy job", aliases=["dj"])
+    trace_record(project=project, model="m", active_project="billing", key_files=["a.py"])
+    plan_context(project=project, mode="force")
     return project
 
 

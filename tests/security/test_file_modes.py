@@ -29,7 +29,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 from graph_app.compiler import context_compile
-from graph_app.services import fact_upsert
+from graph_app.fact_writes import fact_upsert
 from graph_app.snapshot import snapshot_path
 from memoryproject.models import Project
 

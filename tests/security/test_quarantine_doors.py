@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 from benchmarks.screening.corpus import corpus_load
-from graph_app.services import episode_record, fact_upsert
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from memoryproject.domain.screening import INSTRUCTION_RULES, record_screen
 from memoryproject.domain.spotlight import OPEN, QUARANTINE_HEADING
 from memoryproject.models import Project
-from sessions_app.services import trace_record
+from sessions_app.trace_writes import trace_record
 
 CORPUS = corpus_load("tune")
 FAMILIES = sorted({p.family for p in CORPUS.probes})

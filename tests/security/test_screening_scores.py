@@ -11,7 +11,7 @@ import pytest
 
 from memoryproject.errors import ApplicationError
 from sessions_app.models import Trace
-from sessions_app.services import trace_record
+from sessions_app.trace_writes import trace_record
 
 pytestmark = pytest.mark.django_db
 

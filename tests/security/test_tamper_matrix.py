@@ -31,9 +31,10 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.models import InjectionRecord
-from audit_app.services import audit_checkpoint_create
-from graph_app import selectors, services
+from graph_app import integrity
+from graph_app.fact_writes import fact_upsert
 from graph_app.models import GraphChange, GraphRevision, TemporalFact
 from memoryproject.models import Project
 from memoryproject.services import api_key_create
@@ -110,13 +111,13 @@ class Baseline:
 def baseline(settings) -> Baseline:
     settings.AUDIT_CHECKPOINT_KEY = ""  # the witness alone signs checkpoints here
     project, _ = Project.objects.get_or_create(slug="default", defaults={"name": "Default"})
-    fact = services.fact_upsert(
+    fact = fact_upsert(
         project=project,
         subject_id="auth_service",
         predicate="uses_token_format",
         object_value="PASETO_v4_public",
     )["fact"]["id"]
-    services.fact_upsert(
+    fact_upsert(
         project=project, subject_id="auth_service", predicate="owner", object_value="team-auth"
     )
     receipts = tamper.build_log(project, 6)
@@ -335,7 +336,7 @@ def rewrite_the_graph_consistently(base: Baseline) -> None:
 def test_a_consistent_graph_rewrite_fails_integrity(baseline):
     rewrite_the_graph_consistently(baseline)
     # Against itself, the rewritten graph is whole: only the witness knows better.
-    itself = selectors.integrity_unwitnessed(project=baseline.project)
+    itself = integrity.integrity_unwitnessed(project=baseline.project)
     assert itself.verified is True
     found = verdicts(baseline)
     assert found["graph"] is False

@@ -9,7 +9,7 @@ from audit_app.models import InjectionRecord
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens
 from sessions_app.models import SessionSummary, Trace
-from sessions_app.services import SUMMARY_PREAMBLE
+from sessions_app.session_memory import SUMMARY_PREAMBLE
 from tests.sessions_app.factories import (
     STRUCTURED_SUMMARY,
     ProjectFactory,

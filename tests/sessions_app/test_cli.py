@@ -18,7 +18,7 @@ from django.core.management import call_command
 from audit_app.models import InjectionRecord
 from memoryproject.timeutil import utcnow
 from sessions_app.models import SessionSummary
-from sessions_app.services import SUMMARY_PREAMBLE
+from sessions_app.session_memory import SUMMARY_PREAMBLE
 from tests.sessions_app.factories import (
     STRUCTURED_SUMMARY,
     ProjectFactory,

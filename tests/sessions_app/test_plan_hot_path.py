@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from audit_app.models import InjectionRecord, ReceiptSource
 from audit_app.receipt_sources import receipt_sources_add
 from memoryproject.dbconfig import database_config
-from sessions_app import services
+from sessions_app.plan import plan_context
 from sessions_app.selectors import trace_sha256
 from tests.sessions_app.factories import TraceFactory
 
@@ -23,7 +23,7 @@ sqlite_only = pytest.mark.skipif(
 
 def _plan_statements(project) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
-        body = services.plan_context(project=project, n=5)
+        body = plan_context(project=project, n=5)
     assert body["status"] == "injected"
     return [q["sql"] for q in captured.captured_queries]
 
@@ -64,7 +64,7 @@ def test_receipt_source_lookup_uses_the_unique_trace_index(default_project):
     """Where a receipt's sources are looked up (the caller did not just read them), the
     delivered traces are read by (project, trace_id), not along the recency index."""
     TraceFactory.create_batch(30, project=default_project)
-    services.plan_context(project=default_project, n=5)
+    plan_context(project=default_project, n=5)
     record = InjectionRecord.objects.get()
     with CaptureQueriesContext(connection) as captured:
         receipt_sources_add(record, record.items)
@@ -95,8 +95,8 @@ def test_a_trace_changed_in_the_database_is_hashed_anew_by_the_next_plan(default
     behind the service's back (a tampered column) is read and hashed again, never answered
     from memory, so the receipt records what was really delivered."""
     traces = TraceFactory.create_batch(3, project=default_project)
-    first = services.plan_context(project=default_project, n=3)
-    again = services.plan_context(project=default_project, n=3)
+    first = plan_context(project=default_project, n=3)
+    again = plan_context(project=default_project, n=3)
     records = list(InjectionRecord.objects.order_by("seq"))
     assert _trace_hashes(records[0]) == _trace_hashes(records[1])
     newest = traces[-1]
@@ -107,7 +107,7 @@ def test_a_trace_changed_in_the_database_is_hashed_anew_by_the_next_plan(default
             [json.dumps(metadata), newest.pk],
         )
     newest.refresh_from_db()
-    changed = services.plan_context(project=default_project, n=3)
+    changed = plan_context(project=default_project, n=3)
     record = InjectionRecord.objects.order_by("seq").last()
     hashes = _trace_hashes(record)
     assert hashes[str(newest.trace_id)] == trace_sha256(newest)

@@ -12,9 +12,9 @@ from django.core.management import call_command
 
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import iso, utcnow
-from sessions_app import services
 from sessions_app.contracts import TRACE_RECORDED_FIELDS
 from sessions_app.models import Trace
+from sessions_app.trace_writes import trace_record
 from tests.sessions_app.test_import_cognos import cognos_db
 
 pytestmark = pytest.mark.django_db
@@ -82,10 +82,10 @@ def test_one_recorded_field_is_enough(api, payload):
 
 def test_the_service_door_applies_the_same_rules(default_project):
     with pytest.raises(ApplicationError) as empty:
-        services.trace_record(project=default_project, created_at=iso(utcnow()))
+        trace_record(project=default_project, created_at=iso(utcnow()))
     assert empty.value.field == "body"
     with pytest.raises(ApplicationError) as blank:
-        services.trace_record(project=default_project, policy=" ")
+        trace_record(project=default_project, policy=" ")
     assert blank.value.field == "policy"
     assert not Trace.objects.exists()
 

@@ -14,10 +14,12 @@ from rank_bm25 import BM25Okapi
 
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import MATCH_TERMS_MAX, BM25Index
+from graph_app.domain.memory_doc import MemoryDoc
+from graph_app.domain.memory_index import MemoryIndex
+from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import PackItem, pack
 from graph_app.domain.profiles import CODE, DIALOGUE
 from graph_app.domain.render import best_passage, citable_external_id, episode_citation
-from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
 from graph_app.domain.tokenize import date_terms, identifiers, tokenize, tokenize_query
 from memoryproject.tokens import count_tokens
 
@@ -27,7 +29,11 @@ MINE = [
     "bm25",
     "activation",
     "packing",
-    "retrieval",
+    "memory_doc",
+    "memory_store",
+    "memory_index",
+    "ranking_params",
+    "related_terms",
     "render",
     "termvectors",
     "distill",

@@ -66,6 +66,6 @@ def test_system_prompt_lists_the_context_and_its_trust():
     context = context_extract(traces)
     prompt = system_prompt_render(context, context_score(context, traces), len(traces))
     assert prompt.startswith("SESSION_CONTEXT: (trust=0.70, decision=REFINE, traces=1)")
-    assert "Active project: memoryproject" in prompt
-    assert "- why?" in prompt
-    assert "Recent models: m1" in prompt
+    assert "Active project: «memoryproject»" in prompt  # recorded values spotlighted
+    assert "- «why?»" in prompt
+    assert "Recent models: «m1»" in prompt

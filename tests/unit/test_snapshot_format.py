@@ -15,8 +15,10 @@ import pytest
 
 from graph_app.domain.index_columns import index_columns, index_restore
 from graph_app.domain.index_items import ITEM_COLUMNS, IndexItem
+from graph_app.domain.memory_doc import MemoryDoc
+from graph_app.domain.memory_index import MemoryIndex
+from graph_app.domain.memory_store import Visibility
 from graph_app.domain.profiles import PROFILES
-from graph_app.domain.retrieval import MemoryDoc, MemoryIndex, Visibility
 from graph_app.domain.snapshot_file import (
     MAGIC,
     SnapshotRefused,

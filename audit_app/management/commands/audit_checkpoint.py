@@ -14,9 +14,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.contracts import CheckpointOut
 from audit_app.management.commands.injection_log_verify import refuse, table
-from audit_app.services import audit_checkpoint_create
 from memoryproject.errors import ApplicationError
 
 

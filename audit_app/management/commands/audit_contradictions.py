@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import ContradictionAuditResult
-from audit_app.services import contradictions_audit
+from audit_app.findings import contradictions_audit
 from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project

@@ -28,11 +28,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from graph_app.compiler import compiler_cache_forget, context_cited, context_compile
+from graph_app.compiler import context_cited, context_compile
 from graph_app.domain.crossval import leave_one_out, pooled
 from graph_app.domain.profiles import DIALOGUE, Profile
+from graph_app.episode_writes import episode_record
+from graph_app.index_cache import compiler_cache_forget
 from graph_app.models import Episode
-from graph_app.services import episode_record
 from memoryproject.models import Project
 from memoryproject.writes import write_transaction
 

@@ -24,8 +24,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from graph_app.compiler import context_compile
 from graph_app.domain.eval_corpus import Corpus, Question, generate, stale_refs
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
 from graph_app.management.commands.memory_benchmark import _project_drop
-from graph_app.services import episode_record, fact_upsert
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens

@@ -14,14 +14,19 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.services import contradictions_audit
-from graph_app.compiler import compiler_cache_clear, context_deliver
-from graph_app.selectors import graph_as_of, integrity_verify
-from graph_app.services import episode_record, fact_upsert
+from audit_app.findings import contradictions_audit
+from graph_app.delivery import context_deliver
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear
+from graph_app.integrity import integrity_verify
+from graph_app.time_travel import graph_as_of
 from memoryproject.models import Project
 from memoryproject.scratch_db import temporary_database
 from memoryproject.timeutil import utcnow
-from sessions_app.services import plan_context, session_load, session_save, trace_record
+from sessions_app.plan import plan_context
+from sessions_app.session_memory import session_load, session_save
+from sessions_app.trace_writes import trace_record
 
 PROJECT = "default"  # the project every migrated database starts with
 CALLER = {"channel": "cli", "client": "demo"}

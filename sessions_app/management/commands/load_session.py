@@ -25,7 +25,7 @@ from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError, NotFoundError
 from memoryproject.projects import project_resolve
 from sessions_app.contracts import LoadInput, LoadResult
-from sessions_app.services import session_load
+from sessions_app.session_memory import session_load
 
 
 class Command(BaseCommand):

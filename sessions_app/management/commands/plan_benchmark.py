@@ -40,7 +40,7 @@ from memoryproject.timeutil import utcnow
 from memoryproject.writes import write_transaction
 from sessions_app.models import Trace
 from sessions_app.peer_benchmark import PeerOptions, peer_compare, peer_missing
-from sessions_app.services import plan_context
+from sessions_app.plan import plan_context
 
 BENCH_PROJECT = "bench-plan"
 TARGET_P50_MS = 5.0

@@ -21,7 +21,7 @@ from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError
 from memoryproject.projects import project_resolve
 from sessions_app.contracts import SaveResult
-from sessions_app.services import session_save
+from sessions_app.session_memory import session_save
 
 
 class Command(BaseCommand):

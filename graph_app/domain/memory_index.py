@@ -23,16 +23,15 @@
 Visibility is decided per request: live (active facts, every episode), history included, or
 bi-temporal time travel (valid at ``as_of`` as known at ``known_at``). Matching facts that are
 hidden because they were superseded or closed are counted as suppressed. A query asking what
-changed since a day keeps only part of the relevance of older items. Pure Python + numpy:
-no Django import.
+changed since a day keeps only part of the relevance of older items. The documents, their entity
+graph and visibility columns are ``memory_store.py``'s. Pure Python + numpy: no Django import.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from operator import itemgetter
 
@@ -40,132 +39,19 @@ import numpy as np
 
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.activation import strongest as by_strength
-from graph_app.domain.bm25 import BM25Index
+from graph_app.domain.memory_doc import MemoryDoc
+from graph_app.domain.memory_store import MemoryStore, Visibility
+from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
+from graph_app.domain.related_terms import FIXED_TERMS, related_shares
 from graph_app.domain.termvectors import term_vectors
 from graph_app.domain.tokenize import (
-    MONTH_NAMES,
     identifiers,
     plain_words,
     query_words,
     since_date,
     stem,
-    stems,
     tokenize_query,
 )
-
-INF = math.inf
-_FILL = {
-    "present": False,
-    "fact": False,
-    "recorded": INF,
-    "start": -INF,
-    "until": INF,
-    "closed": INF,
-}
-
-
-@dataclass(frozen=True)
-class MemoryDoc:
-    """One searchable memory item. Times are POSIX seconds (``INF`` = open / unknown)."""
-
-    key: str
-    kind: str  # "fact" | "episode"
-    tokens: tuple[str, ...]
-    entities: tuple[str, ...] = ()
-    subject: str | None = None
-    edge: tuple[str, str] | None = None
-    stream: str | None = None
-    position: int | None = None
-    recorded_at: float = 0.0
-    valid_from: float = -INF  # facts: valid_from; episodes: occurred_at
-    valid_until: float = INF
-    closed_at: float = INF
-    # Identifiers the item names in its text (lower-cased): it is about those that are entities
-    # of the graph even when its writer did not list them in ``entities``.
-    mentions: tuple[str, ...] = ()
-    # The terms of the item's title (an episode's: in a conversation, its speaker).
-    title_terms: tuple[str, ...] = ()
-    # A fact whose object value reads as an entity id without being linked to one (written
-    # before that entity existed, the way agents write facts): an edge once the entity is known.
-    object_ref: str | None = None
-    # How much an agent needs the item when it is about an entity near the query's: invariants,
-    # decisions and bug root causes before notes (1.0 = the most).
-    salience: float = 1.0
-    payload: object = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class Visibility:
-    """Which documents a request may see.
-
-    ``as_of``/``known_at`` None and not ``include_superseded``: the live view (facts still
-    open, every episode). With ``known_at``: only what had been recorded by then, closures
-    learned later ignored. With ``as_of``: facts valid at that instant, episodes that had
-    occurred by then.
-    """
-
-    as_of: float | None = None
-    known_at: float | None = None
-    include_superseded: bool = False
-    # When given (time travel), exactly these facts are visible: the caller's bi-temporal
-    # selector decided, including which of overlapping singular facts wins.
-    fact_keys: frozenset[str] | None = None
-    # The live view's instant: the facts valid then (a scheduled fact is not yet, a fact whose
-    # successor is due later still is). None: the facts still open.
-    now: float | None = None
-
-
-@dataclass(frozen=True)
-class RankParams:
-    # Query terms (stems) that shape a question rather than say what it is about: a profile's.
-    drop: frozenset[str] = frozenset()
-    pool: int = 1000
-    candidates: int = 300
-    prf_docs: int = 3
-    prf_terms: int = 8
-    prf_weight: float = 0.3
-    seeds: int = 5
-    hops: int = 2
-    decay: float = 0.8
-    activation_weight: float = 1.0
-    activation_min: float = 0.05
-    activation_frontier: int = 12
-    activated_max: int = 24
-    stream_window: int = 2
-    stream_weight: float = 0.5
-    stream_sources: int = 40
-    coordination: float = 0.75
-    stream_backward: float = 0.7
-    # Entities the query names seed activation at full strength; the items of entities reached
-    # from them lend relevance by their salience (see ``MemoryDoc.salience``).
-    named_seed: float = 1.0
-    # The entities of the best items seed it too, at this share of the item's relevance: they
-    # are what the query found, not what it asked about.
-    item_seed: float = 0.3
-    # A bonus below this is not lent: raised to the packer's sharpness it would be nothing.
-    bonus_min: float = 0.1
-    # "what changed since <date>": items before that day keep this share of their relevance.
-    before_since: float = 0.3
-    # When the query names the title of some items (in a conversation: a speaker), the items
-    # with another title lose this share of their relevance: a question about a person is
-    # answered by what that person said, the other side's turns are context. 0: off.
-    title_prior: float = 0.0
-    # BM25's length normalisation (b): None, the index's (0.75, as rank-bm25). Lower lets the
-    # extra words of a longer item count less against it.
-    length_norm: float | None = None
-    # A query word of at least this many letters that no item holds, whose stem extends a
-    # known one by at most ``derived_extra`` letters ("Himalayan" where items say "Himalaya",
-    # "entrepreneurial" where they say "entrepreneur"), is read as that known stem: another
-    # form of a word should not lose it. 0: off.
-    derived_min: int = 7
-    derived_extra: int = 3
-    # Related terms: each query term (a title excepted: a name has no synonyms) also reads as
-    # up to ``related_terms`` of the corpus's terms whose vectors are at least ``related_min``
-    # similar to its own; a document gains ``related_weight`` x the best similarity x BM25
-    # score among them, per query term. 0: off.
-    related_weight: float = 0.0
-    related_min: float = 0.45
-    related_terms: int = 8
 
 
 @dataclass(frozen=True)
@@ -178,217 +64,9 @@ class Ranking:
     related: tuple[tuple[str, float], ...] = ()
 
 
-DEFAULT_PARAMS = RankParams()
-
-
-# Words that name a time or a count: a neighbouring one ("month" for "year", "fourth" for
-# "third") is another answer, not another wording of the same one, so they are never related
-# terms, either way.
-_FIXED_WORDS = (
-    "year",
-    "years",
-    "month",
-    "months",
-    "week",
-    "weeks",
-    "weekend",
-    "day",
-    "days",
-    "today",
-    "yesterday",
-    "tomorrow",
-    "tonight",
-    "morning",
-    "afternoon",
-    "evening",
-    "night",
-    "ago",
-    "last",
-    "next",
-    "recent",
-    "recently",
-    "lately",
-    "soon",
-    "later",
-    "earlier",
-    "time",
-    "times",
-    "hour",
-    "hours",
-    "minute",
-    "minutes",
-    "decade",
-    "century",
-    "annual",
-    "daily",
-    "weekly",
-    "monthly",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "twenty",
-    "hundred",
-    "thousand",
-    "first",
-    "second",
-    "third",
-    "fourth",
-    "fifth",
-    "sixth",
-    "seventh",
-    "eighth",
-    "ninth",
-    "tenth",
-    "once",
-    "twice",
-)
-_FIXED_TERMS = stems(_FIXED_WORDS + MONTH_NAMES)
-
-
-def _shares(
-    related: list[tuple[str, list[tuple[str, float]]]], weight: float
-) -> tuple[tuple[str, float], ...]:
-    """Each related term once, with its largest share of a query term's weight."""
-    best: dict[str, float] = {}
-    for _term, near in related:
-        for other, similarity in near:
-            best[other] = max(best.get(other, 0.0), weight * similarity)
-    return tuple(sorted(best.items()))
-
-
-class MemoryIndex:
-    """The tokenized documents of one project, kept searchable under single-document updates."""
-
-    def __init__(self) -> None:
-        self.bm25 = BM25Index()
-        self.docs: dict[str, MemoryDoc] = {}
-        self._slot_docs: list[MemoryDoc | None] = []
-        # The entity graph, nodes keyed by lower-cased entity id: the items about each node
-        # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
-        # holds its item's slot (slots are never reused): ranking checks visibility by slot.
-        # node -> item key -> (slot, salience)
-        self._items_of: dict[str, dict[str, tuple[int, float]]] = {}
-        # identifier -> episode naming it -> (slot, salience)
-        self._mentioned_by: dict[str, dict[str, tuple[int, float]]] = {}
-        # node -> fact key -> (other node, slot)
-        self._edges_of: dict[str, dict[str, tuple[str, int]]] = {}
-        # object_ref -> fact key -> (subject node, slot)
-        self._refs: dict[str, dict[str, tuple[str, int]]] = {}
-        # subject node -> fact key -> (object_ref, slot)
-        self._out_refs: dict[str, dict[str, tuple[str, int]]] = {}
-        self._streams: dict[str, dict[int, str]] = {}
-        self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
-        # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
-        self._arrays: dict[str, np.ndarray] = {
-            "present": np.zeros(64, dtype=bool),
-            "fact": np.zeros(64, dtype=bool),
-            "recorded": np.full(64, INF),
-            "start": np.full(64, -INF),
-            "until": np.full(64, INF),
-            "closed": np.full(64, INF),
-        }
-
-    def __len__(self) -> int:
-        return len(self.docs)
-
-    def upsert(self, doc: MemoryDoc) -> None:
-        if doc.key in self.docs:
-            self._unlink(self.docs[doc.key])
-        slot = self.bm25.upsert(doc.key, doc.tokens)
-        while len(self._slot_docs) <= slot:
-            self._slot_docs.append(None)
-        self._slot_docs[slot] = doc
-        self.docs[doc.key] = doc
-        self._link(doc, slot)
-        if doc.stream is not None and doc.position is not None:
-            self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
-        self._titled.update(set(doc.title_terms))
-        self._set_columns(slot, doc)
-
-    def _link(self, doc: MemoryDoc, slot: int) -> None:
-        item = (slot, doc.salience)
-        if doc.kind == "fact" and doc.subject:
-            self._items_of.setdefault(doc.subject.lower(), {})[doc.key] = item
-        if doc.kind == "episode":
-            for entity in doc.entities:
-                self._items_of.setdefault(entity.lower(), {})[doc.key] = item
-            for name in doc.mentions:
-                self._mentioned_by.setdefault(name, {})[doc.key] = item
-        if doc.edge:
-            a, b = (end.lower() for end in doc.edge)
-            self._edges_of.setdefault(a, {})[doc.key] = (b, slot)
-            self._edges_of.setdefault(b, {})[doc.key] = (a, slot)
-        elif doc.object_ref and doc.subject:
-            subject = doc.subject.lower()
-            self._refs.setdefault(doc.object_ref, {})[doc.key] = (subject, slot)
-            self._out_refs.setdefault(subject, {})[doc.key] = (doc.object_ref, slot)
-
-    def _unlink(self, doc: MemoryDoc) -> None:
-        if doc.subject:
-            self._items_of.get(doc.subject.lower(), {}).pop(doc.key, None)
-        for entity in doc.entities:
-            self._items_of.get(entity.lower(), {}).pop(doc.key, None)
-        for name in doc.mentions:
-            self._mentioned_by.get(name, {}).pop(doc.key, None)
-        if doc.edge:
-            for end in doc.edge:
-                self._edges_of.get(end.lower(), {}).pop(doc.key, None)
-        if doc.object_ref:
-            self._refs.get(doc.object_ref, {}).pop(doc.key, None)
-            if doc.subject:
-                self._out_refs.get(doc.subject.lower(), {}).pop(doc.key, None)
-        if doc.stream is not None and doc.position is not None:
-            stream = self._streams.get(doc.stream, {})
-            if stream.get(doc.position) == doc.key:
-                del stream[doc.position]
-        for term in set(doc.title_terms):
-            left = self._titled[term] - 1
-            if left > 0:
-                self._titled[term] = left
-            else:
-                del self._titled[term]  # no title has it any more
-
-    def is_entity(self, node: str) -> bool:
-        """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
-        end of an edge or an entity an episode lists."""
-        return bool(self._items_of.get(node) or self._edges_of.get(node))
-
-    def _neighbours(self, node: str, visible: bytes) -> list[str]:
-        """The entities one visible edge away from ``node``, both directions: linked edges, and
-        facts whose object value names an entity (either end). ``visible``: one byte per slot."""
-        out = [other for other, slot in self._edges_of.get(node, {}).values() if visible[slot]]
-        out.extend(subject for subject, slot in self._refs.get(node, {}).values() if visible[slot])
-        out.extend(
-            ref
-            for ref, slot in self._out_refs.get(node, {}).values()
-            if self.is_entity(ref) and visible[slot]
-        )
-        return out
-
-    def _items_about(self, node: str) -> Iterable[tuple[int, float]]:
-        """The items about an entity as (slot, salience): facts of which it is the subject,
-        episodes that list it or name it."""
-        items = self._items_of.get(node, {})
-        mentioned = self._mentioned_by.get(node)
-        if not mentioned:
-            return items.values()
-        return {**mentioned, **items}.values()
+class MemoryIndex(MemoryStore):
+    """The tokenized documents of one project, kept searchable under single-document updates:
+    ``rank`` turns a query into a utility per visible document."""
 
     def subset(self, keep: Iterable[str]) -> MemoryIndex:
         """A new index over some of these documents (tokens are reused, not recomputed)."""
@@ -396,63 +74,6 @@ class MemoryIndex:
         for key in sorted(keep):
             other.upsert(self.docs[key])
         return other
-
-    # -- visibility ----------------------------------------------------------------------
-
-    def _set_columns(self, slot: int, doc: MemoryDoc) -> None:
-        a = self._arrays
-        if slot >= len(a["present"]):
-            size = max(slot + 1, 2 * len(a["present"]))
-            for name, column in a.items():
-                grown = np.full(size, _FILL[name], dtype=column.dtype)
-                grown[: len(column)] = column
-                a[name] = grown
-        a["present"][slot] = True
-        a["fact"][slot] = doc.kind == "fact"
-        a["recorded"][slot] = doc.recorded_at
-        a["start"][slot] = doc.valid_from
-        a["until"][slot] = doc.valid_until
-        a["closed"][slot] = doc.closed_at
-
-    def masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
-        """(visible, stale) per slot. Stale: a fact hidden because it had been closed."""
-        n = self.bm25.n_slots
-        a = {name: column[:n] for name, column in self._arrays.items()}
-        fact, episode = a["fact"], a["present"] & ~a["fact"]
-        if visibility.as_of is None and visibility.known_at is None:
-            if visibility.now is None:
-                open_now = a["until"] == INF
-                stale = fact & ~open_now
-            else:
-                open_now = (a["start"] <= visibility.now) & (a["until"] > visibility.now)
-                stale = fact & (a["until"] <= visibility.now)
-            if visibility.include_superseded:
-                return a["present"].copy(), np.zeros_like(stale)
-            return episode | (fact & open_now), stale
-        known = INF if visibility.known_at is None else visibility.known_at
-        recorded = a["recorded"] <= known
-        # A closure learned after ``known_at`` was not known then: the fact was still open.
-        until = np.where(a["closed"] <= known, a["until"], INF)
-        if visibility.as_of is None:
-            fact_visible = fact & recorded & (until == INF)
-            stale = fact & recorded & (until != INF)
-            episode_visible = episode & recorded
-        else:
-            at = visibility.as_of
-            if visibility.fact_keys is None:
-                fact_visible = fact & recorded & (a["start"] <= at) & (until > at)
-            else:
-                chosen = np.zeros_like(fact)
-                for key in visibility.fact_keys:
-                    slot = self.bm25.slot(key)
-                    if slot is not None:
-                        chosen[slot] = True
-                fact_visible = fact & recorded & chosen
-            stale = fact & recorded & (a["start"] <= at) & ~fact_visible
-            episode_visible = episode & recorded & (a["start"] <= at)
-        if visibility.include_superseded:
-            return (fact & recorded) | episode_visible, np.zeros_like(stale)
-        return fact_visible | episode_visible, stale
 
     # -- ranking -------------------------------------------------------------------------
 
@@ -477,7 +98,7 @@ class MemoryIndex:
         if related:
             relevance = self._with_related(relevance, related, params)
         relevance = relevance * visible
-        shares = _shares(related, params.related_weight)
+        shares = related_shares(related, params.related_weight)
 
         # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
         pool = self._top_slots(relevance, params.pool)
@@ -559,11 +180,11 @@ class MemoryIndex:
         titled = self._titled
 
         def excluded(term: str) -> bool:
-            return term in query or term in titled or term in _FIXED_TERMS
+            return term in query or term in titled or term in FIXED_TERMS
 
         out = []
         for term in sorted(query):
-            if term in titled or term in _FIXED_TERMS:
+            if term in titled or term in FIXED_TERMS:
                 continue
             near = table.neighbours(
                 term,

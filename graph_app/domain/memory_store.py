@@ -1,0 +1,225 @@
+"""The documents of a memory index and what is derived from them, kept in step one document at a
+time: the BM25 postings (``bm25.py``), the entity graph (the items about each entity, edges
+between entities, object values naming one, mentions), the streams, the title terms, and the
+per-slot visibility columns from which a request's ``Visibility`` is decided. Ranking is
+``memory_index.py``'s. Pure Python + numpy: no Django import.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from graph_app.domain.bm25 import BM25Index
+from graph_app.domain.memory_doc import INF, MemoryDoc
+
+# Each visibility column's value for a slot that holds no document.
+VISIBILITY_FILL = {
+    "present": False,
+    "fact": False,
+    "recorded": INF,
+    "start": -INF,
+    "until": INF,
+    "closed": INF,
+}
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which documents a request may see.
+
+    ``as_of``/``known_at`` None and not ``include_superseded``: the live view (facts still
+    open, every episode). With ``known_at``: only what had been recorded by then, closures
+    learned later ignored. With ``as_of``: facts valid at that instant, episodes that had
+    occurred by then.
+    """
+
+    as_of: float | None = None
+    known_at: float | None = None
+    include_superseded: bool = False
+    # When given (time travel), exactly these facts are visible: the caller's bi-temporal
+    # selector decided, including which of overlapping singular facts wins.
+    fact_keys: frozenset[str] | None = None
+    # The live view's instant: the facts valid then (a scheduled fact is not yet, a fact whose
+    # successor is due later still is). None: the facts still open.
+    now: float | None = None
+
+
+class MemoryStore:
+    """The tokenized documents of one project, their entity graph and visibility columns, kept
+    in step under single-document updates (``MemoryIndex`` ranks them)."""
+
+    def __init__(self) -> None:
+        self.bm25 = BM25Index()
+        self.docs: dict[str, MemoryDoc] = {}
+        self._slot_docs: list[MemoryDoc | None] = []
+        # The entity graph, nodes keyed by lower-cased entity id: the items about each node
+        # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
+        # holds its item's slot (slots are never reused): ranking checks visibility by slot.
+        # node -> item key -> (slot, salience)
+        self._items_of: dict[str, dict[str, tuple[int, float]]] = {}
+        # identifier -> episode naming it -> (slot, salience)
+        self._mentioned_by: dict[str, dict[str, tuple[int, float]]] = {}
+        # node -> fact key -> (other node, slot)
+        self._edges_of: dict[str, dict[str, tuple[str, int]]] = {}
+        # object_ref -> fact key -> (subject node, slot)
+        self._refs: dict[str, dict[str, tuple[str, int]]] = {}
+        # subject node -> fact key -> (object_ref, slot)
+        self._out_refs: dict[str, dict[str, tuple[str, int]]] = {}
+        self._streams: dict[str, dict[int, str]] = {}
+        self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
+        # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
+        self._arrays: dict[str, np.ndarray] = {
+            "present": np.zeros(64, dtype=bool),
+            "fact": np.zeros(64, dtype=bool),
+            "recorded": np.full(64, INF),
+            "start": np.full(64, -INF),
+            "until": np.full(64, INF),
+            "closed": np.full(64, INF),
+        }
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def upsert(self, doc: MemoryDoc) -> None:
+        if doc.key in self.docs:
+            self._unlink(self.docs[doc.key])
+        slot = self.bm25.upsert(doc.key, doc.tokens)
+        while len(self._slot_docs) <= slot:
+            self._slot_docs.append(None)
+        self._slot_docs[slot] = doc
+        self.docs[doc.key] = doc
+        self._link(doc, slot)
+        if doc.stream is not None and doc.position is not None:
+            self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
+        self._titled.update(set(doc.title_terms))
+        self._set_columns(slot, doc)
+
+    def _link(self, doc: MemoryDoc, slot: int) -> None:
+        item = (slot, doc.salience)
+        if doc.kind == "fact" and doc.subject:
+            self._items_of.setdefault(doc.subject.lower(), {})[doc.key] = item
+        if doc.kind == "episode":
+            for entity in doc.entities:
+                self._items_of.setdefault(entity.lower(), {})[doc.key] = item
+            for name in doc.mentions:
+                self._mentioned_by.setdefault(name, {})[doc.key] = item
+        if doc.edge:
+            a, b = (end.lower() for end in doc.edge)
+            self._edges_of.setdefault(a, {})[doc.key] = (b, slot)
+            self._edges_of.setdefault(b, {})[doc.key] = (a, slot)
+        elif doc.object_ref and doc.subject:
+            subject = doc.subject.lower()
+            self._refs.setdefault(doc.object_ref, {})[doc.key] = (subject, slot)
+            self._out_refs.setdefault(subject, {})[doc.key] = (doc.object_ref, slot)
+
+    def _unlink(self, doc: MemoryDoc) -> None:
+        if doc.subject:
+            self._items_of.get(doc.subject.lower(), {}).pop(doc.key, None)
+        for entity in doc.entities:
+            self._items_of.get(entity.lower(), {}).pop(doc.key, None)
+        for name in doc.mentions:
+            self._mentioned_by.get(name, {}).pop(doc.key, None)
+        if doc.edge:
+            for end in doc.edge:
+                self._edges_of.get(end.lower(), {}).pop(doc.key, None)
+        if doc.object_ref:
+            self._refs.get(doc.object_ref, {}).pop(doc.key, None)
+            if doc.subject:
+                self._out_refs.get(doc.subject.lower(), {}).pop(doc.key, None)
+        if doc.stream is not None and doc.position is not None:
+            stream = self._streams.get(doc.stream, {})
+            if stream.get(doc.position) == doc.key:
+                del stream[doc.position]
+        for term in set(doc.title_terms):
+            left = self._titled[term] - 1
+            if left > 0:
+                self._titled[term] = left
+            else:
+                del self._titled[term]  # no title has it any more
+
+    def is_entity(self, node: str) -> bool:
+        """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
+        end of an edge or an entity an episode lists."""
+        return bool(self._items_of.get(node) or self._edges_of.get(node))
+
+    def _neighbours(self, node: str, visible: bytes) -> list[str]:
+        """The entities one visible edge away from ``node``, both directions: linked edges, and
+        facts whose object value names an entity (either end). ``visible``: one byte per slot."""
+        out = [other for other, slot in self._edges_of.get(node, {}).values() if visible[slot]]
+        out.extend(subject for subject, slot in self._refs.get(node, {}).values() if visible[slot])
+        out.extend(
+            ref
+            for ref, slot in self._out_refs.get(node, {}).values()
+            if self.is_entity(ref) and visible[slot]
+        )
+        return out
+
+    def _items_about(self, node: str) -> Iterable[tuple[int, float]]:
+        """The items about an entity as (slot, salience): facts of which it is the subject,
+        episodes that list it or name it."""
+        items = self._items_of.get(node, {})
+        mentioned = self._mentioned_by.get(node)
+        if not mentioned:
+            return items.values()
+        return {**mentioned, **items}.values()
+
+    # -- visibility ----------------------------------------------------------------------
+
+    def _set_columns(self, slot: int, doc: MemoryDoc) -> None:
+        a = self._arrays
+        if slot >= len(a["present"]):
+            size = max(slot + 1, 2 * len(a["present"]))
+            for name, column in a.items():
+                grown = np.full(size, VISIBILITY_FILL[name], dtype=column.dtype)
+                grown[: len(column)] = column
+                a[name] = grown
+        a["present"][slot] = True
+        a["fact"][slot] = doc.kind == "fact"
+        a["recorded"][slot] = doc.recorded_at
+        a["start"][slot] = doc.valid_from
+        a["until"][slot] = doc.valid_until
+        a["closed"][slot] = doc.closed_at
+
+    def masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
+        """(visible, stale) per slot. Stale: a fact hidden because it had been closed."""
+        n = self.bm25.n_slots
+        a = {name: column[:n] for name, column in self._arrays.items()}
+        fact, episode = a["fact"], a["present"] & ~a["fact"]
+        if visibility.as_of is None and visibility.known_at is None:
+            if visibility.now is None:
+                open_now = a["until"] == INF
+                stale = fact & ~open_now
+            else:
+                open_now = (a["start"] <= visibility.now) & (a["until"] > visibility.now)
+                stale = fact & (a["until"] <= visibility.now)
+            if visibility.include_superseded:
+                return a["present"].copy(), np.zeros_like(stale)
+            return episode | (fact & open_now), stale
+        known = INF if visibility.known_at is None else visibility.known_at
+        recorded = a["recorded"] <= known
+        # A closure learned after ``known_at`` was not known then: the fact was still open.
+        until = np.where(a["closed"] <= known, a["until"], INF)
+        if visibility.as_of is None:
+            fact_visible = fact & recorded & (until == INF)
+            stale = fact & recorded & (until != INF)
+            episode_visible = episode & recorded
+        else:
+            at = visibility.as_of
+            if visibility.fact_keys is None:
+                fact_visible = fact & recorded & (a["start"] <= at) & (until > at)
+            else:
+                chosen = np.zeros_like(fact)
+                for key in visibility.fact_keys:
+                    slot = self.bm25.slot(key)
+                    if slot is not None:
+                        chosen[slot] = True
+                fact_visible = fact & recorded & chosen
+            stale = fact & recorded & (a["start"] <= at) & ~fact_visible
+            episode_visible = episode & recorded & (a["start"] <= at)
+        if visibility.include_superseded:
+            return (fact & recorded) | episode_visible, np.zeros_like(stale)
+        return fact_visible | episode_visible, stale

@@ -1,0 +1,182 @@
+"""The compiler's tokenized index, kept per project in process memory.
+
+Each index is keyed by its project's graph revision. A compile reads the revision (one small
+query); when it moved, only the facts and episodes stamped with a later revision are fetched
+(``graph_app.index_selectors``) and replaced in the index, whose BM25 statistics then score
+exactly like a fresh build. A lock per project makes this thread-safe. Once a refresh has read
+``COMPILER_SNAPSHOT_MIN_ROWS`` rows since the last one, the index is written to a snapshot on
+disk (``graph_app.snapshot``), which the next process loads instead of rebuilding; it then reads
+only the rows changed since. ``compiler_warm`` loads or builds every project's index up front:
+in a server's master process before it forks, its workers share the indexes copy-on-write.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import threading
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from graph_app.domain.memory_doc import INF, MemoryDoc
+from graph_app.domain.memory_index import MemoryIndex
+from graph_app.index_documents import episode_doc, fact_doc
+from graph_app.index_selectors import (
+    episode_rows_changed_since,
+    fact_rows_changed_since,
+    graph_head_continues,
+    graph_head_current,
+    graph_head_reached,
+)
+from graph_app.snapshot import GraphHead, snapshot_forget, snapshot_read, snapshot_write
+from memoryproject.models import Project
+from memoryproject.tokens import tokens_warm
+
+log = logging.getLogger(__name__)
+
+
+class ProjectIndex:
+    """One project's index in this process, the revision it reached and how it got there."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.revision = -1
+        self.index = MemoryIndex()
+        self.max_recorded = -INF
+        # Rows read from the database into this index, and since its last snapshot was written.
+        self.rows_read = 0
+        self.rows_unsaved = 0
+        # The revision of the snapshot this index was loaded from (-1: built from the rows).
+        self.restored = -1
+        # The graph's head when the index last caught up with it (None: not yet).
+        self.head: GraphHead | None = None
+
+    def refresh(self, project: Project) -> int:
+        """Brings the index up to the project's current revision; answers that revision. A new
+        process starts from the project's snapshot when it still describes the graph."""
+        if self.revision < 0:
+            self._restore(project)
+        head = graph_head_current(project=project)
+        current = head.revision
+        if self.head is not None and not graph_head_continues(
+            project=project, head=self.head, current=head
+        ):
+            # The graph went back in time (a restored backup, a rolled-back write), perhaps
+            # moving on since to the same revision with other rows: start over.
+            self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
+        self.head = head
+        if current == self.revision:
+            return current
+        since = max(self.revision, 0)
+        rows = 0
+        for row in episode_rows_changed_since(project=project, revision=since):
+            self._put(episode_doc(row))
+            rows += 1
+        for row in fact_rows_changed_since(project=project, revision=since):
+            self._put(fact_doc(row))
+            rows += 1
+        if since == 0 and rows:
+            # A build from the rows (no index, no usable snapshot): what a warm start avoids.
+            log.info(
+                "compiler index of project %s built from %d rows in process %d",
+                project.slug,
+                rows,
+                os.getpid(),
+            )
+        self.revision = current
+        self.rows_read += rows
+        self.rows_unsaved += rows
+        if self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
+            self._save(project)
+        return current
+
+    def _restore(self, project: Project) -> None:
+        snapshot = snapshot_read(project.pk)
+        if snapshot is None or not graph_head_reached(project=project, head=snapshot.head):
+            return
+        self.index, self.max_recorded = snapshot.index, snapshot.max_recorded
+        self.revision = self.restored = snapshot.head.revision
+        self.head = snapshot.head
+        _settle()
+        log.info(
+            "compiler index of project %s loaded from its snapshot (revision %d) in process %d",
+            project.slug,
+            self.revision,
+            os.getpid(),
+        )
+
+    def _save(self, project: Project) -> None:
+        head = graph_head_current(project=project)
+        # Saved only as of a revision the index has reached, with that revision's log head.
+        if (
+            head.revision == self.revision
+            and head.changes > 0
+            and snapshot_write(project.pk, head, self.index, self.max_recorded)
+        ):
+            self.rows_unsaved = 0
+        _settle()
+
+    def _put(self, doc: MemoryDoc) -> None:
+        self.index.upsert(doc)
+        self.max_recorded = max(self.max_recorded, doc.recorded_at)
+
+
+def _settle() -> None:
+    """Moves the objects of a freshly built or loaded index out of the garbage collector's
+    generations: they live as long as the process, and a full collection scanning them again
+    and again would stall compiles (and, in forked workers, unshare copy-on-write pages)."""
+    gc.freeze()
+
+
+_cache: dict[int, ProjectIndex] = {}
+_cache_lock = threading.Lock()
+
+
+def project_index(project: Project) -> ProjectIndex:
+    with _cache_lock:
+        entry = _cache.get(project.pk)
+        if entry is None:
+            entry = _cache[project.pk] = ProjectIndex()
+        return entry
+
+
+def compiler_cache_forget(project_pk: int) -> None:
+    """Drops one project's cached index and its snapshot (e.g. once the project is deleted or
+    a record erased: erased text must not stay on disk)."""
+    with _cache_lock:
+        _cache.pop(project_pk, None)
+        snapshot_forget(project_pk)
+
+
+def compiler_warm(*, projects: Iterable[Project] | None = None) -> dict[str, int]:
+    """Loads (from its snapshot) or builds the index of every project (or of ``projects``): in
+    a server's master process before it forks its workers, which then share the indexes
+    copy-on-write instead of each loading its own. Answers each index's revision by slug."""
+    tokens_warm()  # the tokenizer loads and runs once, in the process that forks
+    warmed: dict[str, int] = {}
+    for project in Project.objects.order_by("pk") if projects is None else projects:
+        entry = project_index(project)
+        with entry.lock:
+            warmed[project.slug] = entry.refresh(project)
+            entry.index.bm25.prepare()
+    _settle()
+    log.info("compiler indexes warmed in process %d: %s", os.getpid(), warmed)
+    return warmed
+
+
+def compiler_cache_stats(project_pk: int) -> dict[str, int] | None:
+    """How this process holds one project's index: its revision, the rows it read from the
+    database, and the snapshot revision it was loaded from (-1: none). None: not loaded."""
+    with _cache_lock:
+        entry = _cache.get(project_pk)
+    if entry is None:
+        return None
+    return {"revision": entry.revision, "rows_read": entry.rows_read, "restored": entry.restored}
+
+
+def compiler_cache_clear() -> None:
+    """Forgets every cached index (they are rebuilt on the next compile)."""
+    with _cache_lock:
+        _cache.clear()
