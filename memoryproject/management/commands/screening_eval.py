@@ -14,7 +14,7 @@ from benchmarks.screening.evaluate import report_table, screening_evaluate
 class Command(BaseCommand):
     help = (
         "Evaluate screening on its corpus: probes stopped per family, benign flagged, secrets "
-        "masked per form, p50 time per 2 KB item. --split tune|heldout|all (default heldout)."
+        "masked per form, p50, p95 and max time per 2 KB item (uncached). --split tune|heldout|all (default heldout)."
     )
     # Pure computation on files of the repository: no database, no checks.
     requires_system_checks: list[str] = []
