@@ -10,8 +10,8 @@ for the releases.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from graph_app.contracts.entities import EgoEdge
 from graph_app.contracts.episodes import EpisodeOut
@@ -65,50 +65,55 @@ def episode_reasons(episode: EpisodeOut) -> tuple[str, ...]:
     return _reasons(f"episode:{episode.sha256}", fields)
 
 
-def _released(project: Project, flagged: list[tuple[str, str, str]]) -> set[tuple[str, str]]:
-    return items_released(project=project, items=flagged)
+#: What a read shows of a quarantined item in place of its recorded text, by kind.
+_WITHHELD_FIELDS: dict[str, dict[str, Any]] = {
+    "fact": {
+        "subject": WITHHELD,
+        "predicate": WITHHELD,
+        "object_value": WITHHELD,
+        "object_entity": None,
+    },
+    "episode": {
+        "title": WITHHELD,
+        "content": WITHHELD,
+        "files_touched": [],
+        "entities_mentioned": [],
+        "metadata": {},
+        "external_id": None,
+    },
+}
+R = TypeVar("R", bound=FactOut | EpisodeOut)
+
+
+def _held(
+    project: Project, kind: str, records: Sequence[R], reasons_of: Callable[[R], tuple[str, ...]]
+) -> list[R]:
+    """``records`` with the recorded text of each flagged, unreleased one withheld (one query
+    for the releases, only when one is flagged)."""
+    reasons = {record.id: reasons_of(record) for record in records}
+    flagged = [(kind, r.id, r.sha256) for r in records if reasons[r.id]]
+    released = items_released(project=project, items=flagged) if flagged else set()
+    return [
+        record
+        if not reasons[record.id] or (kind, record.id) in released
+        else cast(
+            R,
+            record.model_copy(
+                update={**_WITHHELD_FIELDS[kind], "quarantined": list(reasons[record.id])}
+            ),
+        )
+        for record in records
+    ]
 
 
 def facts_held(project: Project, facts: Sequence[FactOut]) -> list[FactOut]:
     """``facts`` with the recorded text of each flagged, unreleased one withheld."""
-    reasons = {fact.id: fact_reasons(fact) for fact in facts}
-    released = _released(project, [("fact", f.id, f.sha256) for f in facts if reasons[f.id]])
-    return [
-        fact
-        if not reasons[fact.id] or ("fact", fact.id) in released
-        else fact.model_copy(
-            update={
-                "subject": WITHHELD,
-                "predicate": WITHHELD,
-                "object_value": WITHHELD,
-                "object_entity": None,
-                "quarantined": list(reasons[fact.id]),
-            }
-        )
-        for fact in facts
-    ]
+    return _held(project, "fact", facts, fact_reasons)
 
 
 def episodes_held(project: Project, episodes: Sequence[E]) -> list[E]:
     """``episodes`` with the recorded text of each flagged, unreleased one withheld."""
-    reasons = {episode.id: episode_reasons(episode) for episode in episodes}
-    released = _released(project, [("episode", e.id, e.sha256) for e in episodes if reasons[e.id]])
-    return [
-        episode
-        if not reasons[episode.id] or ("episode", episode.id) in released
-        else episode.model_copy(
-            update={
-                "title": WITHHELD,
-                "content": WITHHELD,
-                "files_touched": [],
-                "entities_mentioned": [],
-                "metadata": {},
-                "external_id": None,
-                "quarantined": list(reasons[episode.id]),
-            }
-        )
-        for episode in episodes
-    ]
+    return _held(project, "episode", episodes, episode_reasons)
 
 
 def edges_held(edges: Sequence[EgoEdge]) -> list[EgoEdge]:
