@@ -40,9 +40,11 @@ $(VENV)/.collectstatic: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# ruff, then the layers contract (import-linter, [tool.importlinter] in pyproject.toml)
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy .

@@ -1,4 +1,4 @@
-"""Reads of checkpoints: the HMAC key from the environment, a checkpoint file once its
+"""Reads of checkpoints: a checkpoint file once its
 signature (HMAC, or the witness's) is checked, and the latest stored checkpoint."""
 
 from __future__ import annotations
@@ -8,33 +8,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from audit_app.contracts import CheckpointBody, CheckpointOut
-from audit_app.domain.chain import checkpoint_mac_matches
 from audit_app.models import AuditCheckpoint
 from audit_app.witness_checks import witnessed_checkpoint
+from memoryproject.checkpoint_key import checkpoint_key
+from memoryproject.domain.hash_chain import checkpoint_mac_matches
 from memoryproject.errors import ApplicationError
-
-#: The shortest checkpoint key accepted (HMAC-SHA256 keys shorter than this are guessable).
-MINIMUM_KEY_LENGTH = 32
-
-
-def checkpoint_key() -> str:
-    """The checkpoint signing key, from the environment only (never the database)."""
-    key = str(getattr(settings, "AUDIT_CHECKPOINT_KEY", "") or "")
-    if not key:
-        raise ApplicationError(
-            "AUDIT_CHECKPOINT_KEY is not set: checkpoints are signed (HMAC-SHA256) with a key "
-            "kept outside the database; set it in the environment of this command, e.g. "
-            "AUDIT_CHECKPOINT_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))')"
-        )
-    if len(key) < MINIMUM_KEY_LENGTH:
-        raise ApplicationError(
-            f"AUDIT_CHECKPOINT_KEY is too short ({len(key)} characters): use at least "
-            f"{MINIMUM_KEY_LENGTH} random characters"
-        )
-    return key
 
 
 def checkpoint_view(

@@ -20,14 +20,15 @@ from typing import Any
 
 from django.conf import settings
 
-from audit_app.checkpoint_reads import checkpoint_key, checkpoint_view
+from audit_app.checkpoint_reads import checkpoint_view
 from audit_app.contracts import CheckpointOut
-from audit_app.domain.chain import checkpoint_mac
-from audit_app.models import GENESIS_HASH, AuditCheckpoint, InjectionLogHead, InjectionRecord
+from audit_app.models import AuditCheckpoint, InjectionLogHead, InjectionRecord
 from audit_app.selectors import chain_anchor, injection_log_verify
 from audit_app.witness_checks import body_sha256
 from graph_app.graph_head import graph_chain_head
 from graph_app.integrity import integrity_unwitnessed
+from memoryproject.checkpoint_key import checkpoint_key
+from memoryproject.domain.hash_chain import GENESIS_HASH, checkpoint_mac
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow

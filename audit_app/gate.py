@@ -23,7 +23,6 @@ maintenance left (log head, graph heads) is witnessed.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,33 +30,11 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from memoryproject.append_only import gate_held, maintenance_open
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 from memoryproject.witness import witness
 from memoryproject.writes import write_transaction
-
-#: The SQLite function the triggers call (migration 0009).
-GATE_FUNCTION = "memoryproject_gate_open"
-
-_gate = threading.local()
-
-
-def maintenance_open(using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Whether this thread holds the gate open on connection ``using``."""
-    return getattr(_gate, using, 0) > 0
-
-
-def gate_function_install(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    """connection_created receiver: gives each SQLite connection of this service the function
-    its triggers call."""
-    if connection.vendor != "sqlite":
-        return
-    alias = connection.alias
-
-    def gate_open() -> int:
-        return 1 if maintenance_open(alias) else 0
-
-    connection.connection.create_function(GATE_FUNCTION, 0, gate_open, deterministic=False)
 
 
 def _txid(connection: BaseDatabaseWrapper) -> int | None:
@@ -107,19 +84,6 @@ def _grant_close(using: str, pk: int) -> None:
     from audit_app.models import AuditMaintenanceGrant
 
     AuditMaintenanceGrant.objects.using(using).filter(pk=pk).delete()
-
-
-@contextmanager
-def gate_held(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
-    """Holds the gate in this thread for the current transaction, without a grant: SQLite's
-    triggers ask this thread; on PostgreSQL the caller must have inserted the transaction's
-    grant (``audit_maintenance`` does both)."""
-    depth = getattr(_gate, using, 0)
-    setattr(_gate, using, depth + 1)
-    try:
-        yield
-    finally:
-        setattr(_gate, using, depth)
 
 
 @contextmanager

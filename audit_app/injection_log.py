@@ -23,7 +23,6 @@ from django.db import transaction
 from audit_app.checkpoints import witness_checkpoint
 from audit_app.domain.chain import RECORD_FORMAT, record_hash, sha256_text
 from audit_app.models import (
-    GENESIS_HASH,
     DeliveredText,
     ErasedText,
     InjectionLogHead,
@@ -32,9 +31,10 @@ from audit_app.models import (
     record_payload,
 )
 from audit_app.receipt_sources import receipt_sources_add
-from graph_app.domain.hashing import canonical_json
 from memoryproject import sql
 from memoryproject.contracts import has_nul
+from memoryproject.domain.hash_chain import GENESIS_HASH
+from memoryproject.domain.hashing import canonical_json
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow

@@ -33,61 +33,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, models
+from django.db import models
 
 from audit_app.domain.chain import EMPTY_TEXT_SHA256
-from audit_app.domain.chain import GENESIS_HASH as GENESIS_HASH
+from audit_app.gate import audit_maintenance as audit_maintenance
+from memoryproject.append_only import AppendOnlyError as AppendOnlyError
+from memoryproject.append_only import AppendOnlyModel
+from memoryproject.domain.hash_chain import GENESIS_HASH as GENESIS_HASH
 from memoryproject.models import Project
 from memoryproject.timeutil import human_utc, iso
-
-
-class AppendOnlyError(Exception):
-    """An attempt to change or remove a row of an append-only table outside the gate."""
-
-
-# --- the maintenance gate (audit_app.gate opens it) -------------------------------------------
-
-from audit_app.gate import audit_maintenance as audit_maintenance  # noqa: E402
-from audit_app.gate import maintenance_open  # noqa: E402
-
-
-def _refuse(model: type[models.Model], action: str, using: str | None) -> None:
-    if not maintenance_open(using or DEFAULT_DB_ALIAS):
-        raise AppendOnlyError(
-            f"{model.__name__} is append-only: {action} refused (rows are only appended; "
-            "erasure and the retention purge are the only ways out)"
-        )
-
-
-class AppendOnlyQuerySet(models.QuerySet[Any]):
-    def update(self, **kwargs: Any) -> int:
-        _refuse(self.model, "update()", self.db)
-        return super().update(**kwargs)
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        _refuse(self.model, "delete()", self.db)
-        return super().delete()
-
-    def bulk_update(self, objs: Any, fields: Any, batch_size: int | None = None) -> int:
-        _refuse(self.model, "bulk_update()", self.db)
-        return super().bulk_update(objs, fields, batch_size=batch_size)
-
-
-class AppendOnlyModel(models.Model):
-    objects = AppendOnlyQuerySet.as_manager()
-
-    class Meta:
-        abstract = True
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            _refuse(type(self), "save() of an existing row", kwargs.get("using") or self._state.db)
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
-        _refuse(type(self), "delete()", kwargs.get("using") or self._state.db)
-        return super().delete(*args, **kwargs)
-
 
 # --- the log ----------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.db import connection
 from django.db.models import Count, Exists, Max, OuterRef
 
-from audit_app.checkpoint_reads import checkpoint_key, checkpoint_read
+from audit_app.checkpoint_reads import checkpoint_read
 from audit_app.contracts import (
     BrokenRecord,
     ChainAnchor,
@@ -27,12 +27,10 @@ from audit_app.domain.chain import (
     Link,
     Pin,
     chain_walk,
-    checkpoint_mac_matches,
     record_hash,
     sha256_text,
 )
 from audit_app.models import (
-    GENESIS_HASH,
     AuditCheckpoint,
     AuditMaintenanceGrant,
     DeliveredText,
@@ -42,7 +40,9 @@ from audit_app.models import (
     record_payload,
 )
 from audit_app.witness_checks import log_witness_check, witnessed_checkpoint
+from memoryproject.checkpoint_key import checkpoint_key
 from memoryproject.contracts import WitnessCheck
+from memoryproject.domain.hash_chain import GENESIS_HASH, checkpoint_mac_matches
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import iso, to_utc
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 from django.db import connection
 
-from graph_app.domain.records import utc_text
 from graph_app.domain.sealing import (
     ChainReport,
     ChangeEntry,
@@ -19,8 +18,10 @@ from graph_app.domain.sealing import (
     head_verify,
 )
 from graph_app.graph_head import graph_head_values
-from graph_app.models import GENESIS_HASH, GraphChange
+from graph_app.models import GraphChange
 from graph_app.raw_rows import READ_CHUNK, times_as_text
+from memoryproject.domain.hash_chain import GENESIS_HASH
+from memoryproject.domain.instants import utc_text
 from memoryproject.models import Project
 
 #: The columns of a change log entry, in the order of graph_app.domain.sealing.ChangeEntry.

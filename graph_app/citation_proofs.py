@@ -8,7 +8,6 @@ import json
 
 from django.conf import settings
 
-from audit_app.checkpoint_reads import checkpoint_key
 from graph_app.contracts.compile import (
     CompileResult,
     InclusionProof,
@@ -17,9 +16,10 @@ from graph_app.contracts.compile import (
     SourceBundle,
     SourceItem,
 )
-from graph_app.domain.hashing import leaf_hash, merkle_root_of_leaf_hashes, sha256_hex
 from graph_app.domain.proofs import audit_path, record_times, root_sign, tree_levels
 from graph_app.merkle_leaves import graph_leaves
+from memoryproject.checkpoint_key import checkpoint_key
+from memoryproject.domain.hashing import leaf_hash, merkle_root_of_leaf_hashes, sha256_hex
 from memoryproject.errors import ConflictError
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from audit_app.finding_selectors import open_findings_of_facts
 from graph_app.citation_proofs import citation_bundle
 from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
 from graph_app.contracts.facts import FactOut
@@ -33,6 +32,7 @@ from graph_app.index_cache import ProjectIndex, project_index
 from graph_app.index_documents import FACTS_SECTION
 from graph_app.text_cache import counted_tokens, sentence_terms
 from graph_app.time_travel import facts_visible_at
+from memoryproject.compliance import compliance
 from memoryproject.contracts import takes
 from memoryproject.domain.spotlight import PREAMBLE, Quarantined, quarantine_lines
 from memoryproject.models import Project
@@ -121,7 +121,7 @@ def _rank(project: Project, text: str, params: CompileInput) -> _Ranked:
         revision = entry.refresh(project)
         index, visibility, views = _visible(project, entry, params)
         ranked = rank_index(index, text, visibility, profile)
-    conflicts = open_findings_of_facts(project=project)
+    conflicts = compliance().open_findings_of_facts(project=project)
     flagged = [(item.kind, item.id, item.sha256) for item in ranked.payloads.values() if item.flags]
     released = (
         frozenset(f"{kind}:{id_}" for kind, id_ in items_released(project=project, items=flagged))

@@ -5,10 +5,10 @@ committed to the injection log.
 
 from __future__ import annotations
 
-from audit_app.injection_log import injection_log_append
 from graph_app.compiler import context_compile
 from graph_app.contracts.compile import CompileInput, CompileResult
 from graph_app.quarantine_holds import deliveries_held
+from memoryproject.compliance import compliance
 from memoryproject.contracts import Caller, takes
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
@@ -28,7 +28,7 @@ def delivery_receipt(
     source delivered with its content hash, and the SHA-256 of ``text``, the exact text
     delivered (the bundle, or the prompt built around it). Answers the receipt's id. Call in
     the transaction that answers."""
-    record = injection_log_append(
+    record = compliance().receipt_append(
         project=project,
         channel=caller.channel,
         client=caller.client,

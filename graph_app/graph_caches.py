@@ -14,12 +14,13 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from graph_app.domain.egograph import Edge, EdgeArrays
-from graph_app.domain.hashing import merkle_root_of_leaf_hashes
 from graph_app.graph_head import graph_head_row
-from graph_app.models import GENESIS_HASH, Entity, GraphChange, TemporalFact
+from graph_app.models import Entity, GraphChange, TemporalFact
 from graph_app.raw_rows import rows_read
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS
 from graph_app.timeline_columns import FactLine, TimelineColumns, fact_line, posix_seconds
+from memoryproject.domain.hash_chain import GENESIS_HASH
+from memoryproject.domain.hashing import merkle_root_of_leaf_hashes
 from memoryproject.models import Project
 
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from graph_app.models import GENESIS_HASH, GraphChange, GraphRevision
+from graph_app.models import GraphChange, GraphRevision
 from memoryproject import sql
+from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.models import Project
 
 

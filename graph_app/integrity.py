@@ -21,8 +21,7 @@ from graph_app.contracts.integrity import (
     IntegrityResult,
     Mismatch,
 )
-from graph_app.domain.hashing import RecordDigests, merkle_root_of_leaf_hashes, record_digests
-from graph_app.domain.records import instant_of, sha256_of
+from graph_app.domain.records import sha256_of
 from graph_app.domain.sealing import (
     ChainReport,
     FoundRecord,
@@ -45,6 +44,8 @@ from graph_app.record_canonical import (
 )
 from memoryproject.collector import collector_paused
 from memoryproject.contracts import takes
+from memoryproject.domain.hashing import RecordDigests, merkle_root_of_leaf_hashes, record_digests
+from memoryproject.domain.instants import instant_of
 from memoryproject.models import Project
 from memoryproject.reads import read_snapshot
 from memoryproject.timeutil import utcnow

@@ -26,8 +26,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from graph_app.domain.hashing import RecordDigests, record_digests
 from graph_app.domain.records import fact_rows_leaves
+from memoryproject.domain.hashing import RecordDigests, record_digests
 
 #: Django's "format" placeholders as its SQLite backend turns them into "qmark" ones.
 _FORMAT_PLACEHOLDER = re.compile(r"(?<!%)%s")

@@ -15,9 +15,9 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from graph_app.domain.hashing import RecordDigests
 from graph_app.graph_head import graph_head_values
 from graph_app.merkle_leaves import fact_statement
+from memoryproject.domain.hashing import RecordDigests
 from memoryproject.models import Project
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model, QuerySet
 
-from graph_app.domain.records import stored_instant
+from memoryproject.domain.instants import stored_instant
 
 #: Rows fetched at a time (and ids read per statement by the readers that chunk them).
 READ_CHUNK = 5_000

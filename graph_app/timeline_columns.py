@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graph_app.domain.hashing import canonical_json, leaf_hash
 from graph_app.record_canonical import fact_canonical_of
+from memoryproject.domain.hashing import canonical_json, leaf_hash
 
 
 class FactLine(NamedTuple):

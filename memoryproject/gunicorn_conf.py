@@ -32,8 +32,8 @@ forwarded_allow_ips = ",".join(
 )
 secure_scheme_headers: dict[str, str] = {}
 
-# The application is loaded once, in the master. Before the master forks its workers it loads
-# (from its snapshot) or builds every project's compiler index, so each worker starts with them,
+# The application is loaded once, in the master. Before the master forks its workers it runs
+# each app's warmers (``memoryproject.warmup``): the graph's loads (from its snapshot) or builds every project's compiler index, so each worker starts with them,
 # shared copy-on-write, instead of loading its own on its first compile: a worker started later
 # (after a crash) only reads the rows written since. GUNICORN_PRELOAD=0: each worker loads its
 # own, on first use.
@@ -47,11 +47,11 @@ def when_ready(server):  # type: ignore[no-untyped-def]
     from django.db import connections
     from django.urls import get_resolver
 
-    from graph_app.index_cache import compiler_warm
+    from memoryproject.warmup import warm
 
     get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
     try:
-        compiler_warm()
+        warm()
     except Exception:  # an unmigrated database, say: workers then load on first use
         server.log.exception("compiler indexes not warmed; each worker loads its own")
     finally:

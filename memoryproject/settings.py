@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "graph_app",
     "audit_app",
+    "orchestration",
 ]
 
 MIDDLEWARE = [

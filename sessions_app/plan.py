@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from audit_app.injection_log import injection_log_append
-from audit_app.models import Review
-from audit_app.reviews import review_claim, review_delivered, review_open, review_stored
+from memoryproject.compliance import ReviewRecord, compliance
 from memoryproject.contracts import Caller, takes
 from memoryproject.domain.spotlight import WITHHELD, Quarantined, flag_reasons, reasons_sentence
 from memoryproject.models import Project
 from memoryproject.quarantine import item_hold, items_released
 from memoryproject.screening import quarantined_out
+from memoryproject.stored_contracts import review_stored
 from memoryproject.timeutil import utcnow
 from memoryproject.writes import write_transaction
 from sessions_app.contracts import PlanContext, PlanInput, PlanResult, PlanSignals
@@ -99,12 +98,14 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
     trace_ids = [t.trace_id for t in kept]
     with write_transaction():
         approved = (
-            review_claim(project=project, source="plan") if params.mode != "dry_run" else None
+            compliance().review_claim(project=project, source="plan")
+            if params.mode != "dry_run"
+            else None
         )
         if approved is not None:
             return _plan_approved(project=project, params=params, caller=caller, review=approved)
         _traces_held(project, traces, held)
-        record = injection_log_append(
+        record = compliance().receipt_append(
             project=project,
             channel=caller.channel,
             client=caller.client,
@@ -197,9 +198,9 @@ def _plan_review(
     score: TrustScore,
     context: ExtractedContext,
     traces: list[TraceView],
-) -> Review:
+) -> ReviewRecord:
     """Queues a plan flagged in mode auto for review, with the text it would have injected."""
-    return review_open(
+    return compliance().review_open(
         project=project,
         source="plan",
         reason=reason,
@@ -217,12 +218,12 @@ def _plan_review(
 
 
 def _plan_approved(
-    *, project: Project, params: PlanInput, caller: Caller, review: Review
+    *, project: Project, params: PlanInput, caller: Caller, review: ReviewRecord
 ) -> PlanResult:
     """Delivers the context a reviewer approved (claimed by ``review_claim``), receipted like
     any injection and marked with the review and the reviewer."""
     generated_at = utcnow()
-    record = injection_log_append(
+    record = compliance().receipt_append(
         project=project,
         channel=caller.channel,
         client=caller.client,
@@ -243,7 +244,7 @@ def _plan_approved(
         },
         items=review.items,
     )
-    review_delivered(review=review, injection_id=record.pk)
+    compliance().review_delivered(review=review, injection_id=record.pk)
     return PlanResult(
         status="injected",
         mode=params.mode,

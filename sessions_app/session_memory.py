@@ -9,9 +9,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from audit_app.injection_log import injection_log_append
-from audit_app.models import Review
-from audit_app.reviews import review_claim, review_delivered, review_open
+from memoryproject.compliance import ReviewRecord, compliance
 from memoryproject.contracts import Caller, takes
 from memoryproject.domain.screening import Flag, Masked, text_mask
 from memoryproject.domain.spotlight import (
@@ -171,11 +169,11 @@ def _flagged_refusal(
 
 def _load_review(
     project: Project, summary: SessionSummary, threshold: float, reason: str
-) -> Review:
+) -> ReviewRecord:
     """Queues a summary a load refused on trust for review (a refusal delivers nothing, so it
     writes no receipt; the review holds what the reviewer needs)."""
     trace_id = str(summary.trace.trace_id)
-    return review_open(
+    return compliance().review_open(
         project=project,
         source="load",
         reason=reason,
@@ -191,7 +189,7 @@ def _load_review(
     )
 
 
-def _approved_summary(project: Project, review: Review) -> SessionSummary | None:
+def _approved_summary(project: Project, review: ReviewRecord) -> SessionSummary | None:
     """The summary an approved load review holds (``review_claim`` checked its hash)."""
     trace_id = review.items[0]["id"] if review.items else ""
     return (
@@ -201,7 +199,7 @@ def _approved_summary(project: Project, review: Review) -> SessionSummary | None
     )
 
 
-def _approval(review: Review | None) -> dict[str, object]:
+def _approval(review: ReviewRecord | None) -> dict[str, object]:
     """The fields that mark a delivery as a reviewer's approved context."""
     if review is None:
         return {}
@@ -223,7 +221,7 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
     with write_transaction():
         generated_at = utcnow()
         cutoff = generated_at - timedelta(days=max_age_days)
-        approved = review_claim(project=project, source="load")
+        approved = compliance().review_claim(project=project, source="load")
         if approved is not None:
             summary: SessionSummary | None = _approved_summary(project, approved)
         else:
@@ -233,7 +231,7 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
         if approved is None and _summary_flags(summary):
             return _flagged_refusal(project, summary, threshold, max_age_days)
         block = approved.text if approved is not None else session_block_render(summary)
-        record = injection_log_append(
+        record = compliance().receipt_append(
             project=project,
             channel=caller.channel,
             client=caller.client,
@@ -257,7 +255,7 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
             ],
         )
         if approved is not None:
-            review_delivered(review=approved, injection_id=record.pk)
+            compliance().review_delivered(review=approved, injection_id=record.pk)
     return LoadResult(
         found=True,
         project=project.slug,

@@ -20,7 +20,7 @@ def _flush_gate(alias: str) -> Iterator[None]:
     (``available_apps``) would keep a grant row of its own, which every later verification
     names as a grant the witness never signed. SQLite's triggers ask this thread; PostgreSQL's
     want a grant row of the transaction, removed again before it commits."""
-    from audit_app.gate import gate_held
+    from memoryproject.append_only import gate_held
 
     connection = connections[alias]
     postgres = connection.vendor == "postgresql"

@@ -19,7 +19,6 @@ any checkpoints (``Pin``). Pure Python: the selector turns rows into ``Link`` va
 from __future__ import annotations
 
 import hashlib
-import hmac
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -28,9 +27,8 @@ from typing import Any
 
 import rfc8785
 
-from graph_app.domain.hashing import canonical_json
+from memoryproject.domain.hashing import canonical_json
 
-GENESIS_HASH = "0" * 64
 EMPTY_TEXT_SHA256 = hashlib.sha256(b"").hexdigest()
 RECORD_FORMAT = 2
 #: The legal floor of log retention in days (EU AI Act Art. 19 and 26(6): six months).
@@ -75,19 +73,6 @@ def record_hash(payload: Mapping[str, Any]) -> str:
 
 
 # --- checkpoints ------------------------------------------------------------------------------
-
-
-def checkpoint_mac(body: Mapping[str, Any], key: str) -> str:
-    """HMAC-SHA256 of the checkpoint body's canonical JSON."""
-    return hmac.new(key.encode("utf-8"), rfc8785.dumps(dict(body)), hashlib.sha256).hexdigest()
-
-
-def checkpoint_mac_matches(body: Mapping[str, Any], mac: str, key: str) -> bool:
-    try:
-        expected = checkpoint_mac(body, key)
-    except (rfc8785.CanonicalizationError, TypeError, ValueError):
-        return False
-    return hmac.compare_digest(expected, str(mac))
 
 
 # --- the walk ---------------------------------------------------------------------------------

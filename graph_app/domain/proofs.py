@@ -1,6 +1,6 @@
 """RFC 6962 inclusion proofs of graph records, and the offline check of a citation bundle.
 
-The graph's Merkle root (``graph_app.domain.hashing.merkle_root``: facts by id, then episodes by
+The graph's Merkle root (``memoryproject.domain.hashing.merkle_root``: facts by id, then episodes by
 id, each leaf a record's canonical JSON) commits to every record. An inclusion proof (RFC 6962
 §2.1.1, "Merkle audit path") is the list of sibling hashes from a leaf up to that root, so
 anyone holding a record, its index, the tree size and the root can recompute the root without
@@ -20,8 +20,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit_app.domain.chain import checkpoint_mac, checkpoint_mac_matches
-from graph_app.domain.hashing import canonical_json, leaf_hash, node_hash
+from memoryproject.domain.hash_chain import checkpoint_mac, checkpoint_mac_matches
+from memoryproject.domain.hashing import canonical_json, leaf_hash, node_hash
 
 #: The schema a bundle declares; a verifier refuses any other.
 BUNDLE_FORMAT = "memory-citation-bundle/1"

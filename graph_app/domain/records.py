@@ -11,75 +11,14 @@ their hashes through these functions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from graph_app.domain.hashing import canonical_json, number_json, sha256_hex
-from graph_app.domain.hashing import record_sha256 as record_sha256_of
-
-
-class UtcText(str):
-    """An instant already written in ``iso_utc``'s form (made by ``utc_text``): verification
-    reads instants stored as text straight into that form, and ``iso_utc`` passes it on."""
-
-    __slots__ = ()
-
-
-# How Django stores an aware datetime on SQLite: naive UTC text, microseconds when not zero.
-_STORED_UTC = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?")
-
-
-def stored_instant(value: Any) -> datetime | None:
-    """A datetime column read raw, aware UTC: SQLite keeps naive UTC text, PostgreSQL answers
-    aware datetimes. Text that is no timestamp (written behind the application's back) reads as
-    None, as the ORM would read it, so the row's hash no longer matches."""
-    if type(value) is str:
-        try:  # "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC: one parse
-            return datetime.fromisoformat(value + "+00:00")
-        except ValueError:
-            pass
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
-
-def utc_text(value: Any) -> UtcText | None:
-    """A datetime column read raw, in ``iso_utc``'s form: SQLite's stored text is rewritten
-    without a parse (the same characters, ``T`` for the space, microseconds always, ``Z``);
-    anything else is read by ``stored_instant`` first. A stored text no calendar has (a 30th of
-    February) keeps its digits: either way its record no longer matches its hash."""
-    if value is None:
-        return None
-    if type(value) is str and _STORED_UTC.fullmatch(value):
-        fraction = "Z" if len(value) == 26 else ".000000Z"
-        return UtcText(value[:10] + "T" + value[11:] + fraction)
-    at = iso_utc(stored_instant(value))
-    return None if at is None else UtcText(at)
-
-
-def instant_of(value: datetime | str) -> datetime:
-    """An instant as a datetime, from a datetime or from ``iso_utc``'s form."""
-    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
-
-
-def iso_utc(value: datetime | UtcText | None) -> str | None:
-    if value is None:
-        return None
-    if type(value) is UtcText:
-        return value
-    assert isinstance(value, datetime)
-    if value.tzinfo is not UTC:
-        value = value.astimezone(UTC)
-    # Fixed width (always microseconds) so equal instants always serialise identically; a UTC
-    # time's ISO form always ends in "+00:00".
-    return value.isoformat(timespec="microseconds")[:-6] + "Z"
+from memoryproject.domain.hashing import canonical_json, number_json, sha256_hex
+from memoryproject.domain.hashing import record_sha256 as record_sha256_of
+from memoryproject.domain.instants import UtcText, iso_utc, utc_text
 
 
 def fact_canonical(

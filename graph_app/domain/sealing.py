@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from graph_app.domain.records import UtcText, change_hash
+from graph_app.domain.records import change_hash
+from memoryproject.domain.hash_chain import GENESIS_HASH
+from memoryproject.domain.instants import UtcText
 
-GENESIS_HASH = "0" * 64
 ERASED = "erased"
 
 #: Problem kinds: a row whose content no longer matches its own stored hash ("mismatch"), a

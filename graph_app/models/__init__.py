@@ -2,21 +2,13 @@
 per-project revision counter that lets a cached index catch up with changes, and the
 hash-chained change log that seals every write."""
 
-from graph_app.models.changes import (
-    GENESIS_HASH,
-    AppendOnlyError,
-    ChangeAction,
-    GraphChange,
-    RecordType,
-)
+from graph_app.models.changes import ChangeAction, GraphChange, RecordType
 from graph_app.models.entities import Entity
 from graph_app.models.episodes import Episode, EpisodeCategory, EpisodeFile
 from graph_app.models.facts import TemporalFact
 from graph_app.models.revision import GraphRevision
 
 __all__ = [
-    "GENESIS_HASH",
-    "AppendOnlyError",
     "ChangeAction",
     "Entity",
     "Episode",

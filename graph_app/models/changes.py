@@ -19,8 +19,8 @@ tree per revision would need its root recomputed over the whole graph on every w
 incremental tree kept beside the rows, and would still say only that some leaf differs. The
 graph's Merkle root over all records stays in the integrity answer as a snapshot hash.
 
-Append-only at every level, as the injection log is (``audit_app.models``, whose base class,
-error and maintenance gate it shares): ``save()`` of a stored entry and ``delete()`` raise, the
+Append-only at every level, as the injection log is (the base class, error and maintenance
+gate of ``memoryproject.append_only``): ``save()`` of a stored entry and ``delete()`` raise, the
 queryset refuses ``update()`` and ``delete()``, and database triggers (migration 0004) reject
 UPDATE, DELETE and TRUNCATE unless ``audit_maintenance()`` holds the gate open in the same
 transaction. Entries outlive their project (no foreign-key constraint): deleting a project
@@ -32,11 +32,7 @@ from __future__ import annotations
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 
-from audit_app.models import AppendOnlyError, AppendOnlyModel, audit_maintenance
-
-__all__ = ["GENESIS_HASH", "AppendOnlyError", "GraphChange", "audit_maintenance"]
-
-GENESIS_HASH = "0" * 64
+from memoryproject.append_only import AppendOnlyModel
 
 
 class ChangeAction(models.TextChoices):

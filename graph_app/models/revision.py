@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from graph_app.models.changes import GENESIS_HASH
+from memoryproject.domain.hash_chain import GENESIS_HASH
 
 
 class GraphRevision(models.Model):

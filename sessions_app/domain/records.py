@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from graph_app.domain.records import iso_utc, sha256_of
+from memoryproject.domain.hashing import record_sha256
+from memoryproject.domain.instants import iso_utc
 
 
 def trace_canonical(
@@ -68,4 +69,4 @@ def summary_canonical(
 
 def content_sha256(canonical: Mapping[str, Any]) -> str:
     """SHA-256 of a canonical form, as receipts record it."""
-    return sha256_of(canonical)
+    return record_sha256(dict(canonical))

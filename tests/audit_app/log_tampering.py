@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management import call_command
 from django.db import connection
 
-from audit_app.domain.chain import EMPTY_TEXT_SHA256, GENESIS_HASH, RECORD_FORMAT, record_hash
+from audit_app.domain.chain import EMPTY_TEXT_SHA256, RECORD_FORMAT, record_hash
 from audit_app.injection_log import injection_log_append
 from audit_app.models import (
     DeliveredText,
@@ -21,6 +21,7 @@ from audit_app.models import (
     audit_maintenance,
     record_payload,
 )
+from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 

@@ -11,9 +11,9 @@ import pytest
 
 from audit_app.checkpoint_reads import checkpoint_latest
 from audit_app.checkpoints import audit_checkpoint_create
-from audit_app.domain.chain import checkpoint_mac
 from audit_app.models import AuditCheckpoint, InjectionLogHead, audit_maintenance
 from audit_app.selectors import injection_log_verify
+from memoryproject.domain.hash_chain import checkpoint_mac
 from memoryproject.errors import ApplicationError
 from tests.audit_app import log_tampering as tamper
 from tests.audit_app.log_tampering import run

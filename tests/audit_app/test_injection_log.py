@@ -11,14 +11,9 @@ from django.test import RequestFactory
 from audit_app.admin import InjectionRecordAdmin
 from audit_app.domain.chain import record_hash
 from audit_app.injection_log import injection_log_append
-from audit_app.models import (
-    GENESIS_HASH,
-    DeliveredText,
-    InjectionRecord,
-    audit_maintenance,
-    record_payload,
-)
+from audit_app.models import DeliveredText, InjectionRecord, audit_maintenance, record_payload
 from audit_app.selectors import injection_log_verify
+from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 

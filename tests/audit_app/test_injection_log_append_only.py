@@ -14,7 +14,6 @@ from audit_app.admin import InjectionRecordAdmin
 from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.injection_log import delivered_text_erase
 from audit_app.models import (
-    AppendOnlyError,
     AuditCheckpoint,
     AuditMaintenanceGrant,
     DeliveredText,
@@ -22,8 +21,8 @@ from audit_app.models import (
     InjectionLogHead,
     InjectionRecord,
     audit_maintenance,
-    maintenance_open,
 )
+from memoryproject.append_only import AppendOnlyError, maintenance_open
 from tests.audit_app import log_tampering as tamper
 from tests.conftest import on_postgres
 

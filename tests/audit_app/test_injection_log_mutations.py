@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit_app.checkpoints import audit_checkpoint_create
-from audit_app.domain.chain import GENESIS_HASH, HASHED_FIELDS
+from audit_app.domain.chain import HASHED_FIELDS
 from audit_app.models import AuditCheckpoint, InjectionLogHead, InjectionRecord
 from audit_app.selectors import injection_log_verify
+from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from tests.audit_app import log_tampering as tamper

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from graph_app.fact_writes import fact_upsert
-from memoryproject.backup import database_backup
+from orchestration.backup import database_backup
 from sessions_app.plan import plan_context
 from sessions_app.trace_writes import trace_record
 from tests.background import committed_project, in_background

@@ -17,8 +17,8 @@ from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
 from graph_app.integrity import integrity_verify
 from graph_app.models import Entity, Episode, GraphChange, TemporalFact
-from memoryproject.export_file import TABLES
 from memoryproject.models import Project
+from orchestration.export_file import TABLES
 from sessions_app.models import Trace
 from sessions_app.trace_writes import trace_record
 from tests.core.test_export_import import empty_database, run, seed

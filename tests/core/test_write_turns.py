@@ -26,9 +26,9 @@ from graph_app.fact_writes import fact_upsert
 from graph_app.models import Episode, TemporalFact
 from memoryproject.contracts import Caller
 from memoryproject.models import Project, ProjectAPIKey
-from memoryproject.portability import project_export, project_import
 from memoryproject.services import api_key_create
 from memoryproject.writes import write_transaction
+from orchestration.portability import project_export, project_import
 from sessions_app.models import SessionSummary, Trace
 from sessions_app.session_memory import session_save
 from sessions_app.trace_writes import trace_record

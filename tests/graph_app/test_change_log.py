@@ -19,17 +19,10 @@ from graph_app.domain.records import change_hash, sha256_of
 from graph_app.entity_writes import entity_upsert
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_retract, fact_upsert
-from graph_app.models import (
-    GENESIS_HASH,
-    AppendOnlyError,
-    Entity,
-    Episode,
-    EpisodeFile,
-    GraphChange,
-    GraphRevision,
-    TemporalFact,
-)
+from graph_app.models import Entity, Episode, EpisodeFile, GraphChange, GraphRevision, TemporalFact
 from graph_app.record_erasure import ERASED_TEXT, graph_record_erase
+from memoryproject.append_only import AppendOnlyError
+from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.errors import ApplicationError, NotFoundError
 from memoryproject.models import Project
 from tests.conftest import on_postgres

@@ -16,9 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from audit_app.models import audit_maintenance
 from graph_app import entity_reads, graph_caches, graph_head, integrity, time_travel
 from graph_app.contracts.integrity import IntegrityInput
-from graph_app.domain.hashing import merkle_root
 from graph_app.fact_writes import fact_retract, fact_upsert
 from graph_app.models import Entity, GraphChange, GraphRevision, TemporalFact
+from memoryproject.domain.hashing import merkle_root
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 

@@ -10,10 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph_app.domain.hashing import record_sha256
 from graph_app.domain.records import change_canonical, change_hash
 from graph_app.domain.sealing import (
-    GENESIS_HASH,
     ChangeEntry,
     FoundRecord,
     chain_verify,
@@ -22,6 +20,8 @@ from graph_app.domain.sealing import (
     records_verify,
     unsealed_problems,
 )
+from memoryproject.domain.hash_chain import GENESIS_HASH
+from memoryproject.domain.hashing import record_sha256
 
 PROJECT = "default"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

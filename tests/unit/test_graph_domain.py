@@ -1,8 +1,6 @@
 """Pure graph rules: supersession placement and the ego-graph walk (no database)."""
 
-import ast
 from datetime import UTC, datetime
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -139,23 +137,3 @@ def test_edge_arrays_walk_the_same_ego_graph_as_the_breadth_first_walk(edges, ce
     # Pages are slices of the same order.
     assert walk.node_page(1, 3) == nodes[1:3]
     assert walk.edge_page(2, 5) == expected.edges[2:5]
-
-
-def test_graph_domain_modules_are_pure_python():
-    domain = Path(__file__).resolve().parents[2] / "graph_app" / "domain"
-    for name in ("hashing.py", "records.py", "supersession.py", "egograph.py"):
-        tree = ast.parse((domain / name).read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                modules = (
-                    [a.name for a in node.names]
-                    if isinstance(node, ast.Import)
-                    else [node.module or ""]
-                )
-                for module in modules:
-                    assert module.split(".")[0] not in {
-                        "django",
-                        "rest_framework",
-                        "mcp",
-                        "memoryproject",
-                    }, (name, module)

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graph_app.domain.hashing import (
+from graph_app.domain.records import (
+    episode_canonical,
+    fact_as_known_at,
+    fact_canonical,
+    fact_leaf,
+    sha256_of,
+)
+from memoryproject.domain.hashing import (
     canonical_json,
     leaf_hash,
     merkle_root,
@@ -18,18 +25,7 @@ from graph_app.domain.hashing import (
     record_sha256,
     sha256_hex,
 )
-from graph_app.domain.records import (
-    UtcText,
-    episode_canonical,
-    fact_as_known_at,
-    fact_canonical,
-    fact_leaf,
-    instant_of,
-    iso_utc,
-    sha256_of,
-    stored_instant,
-    utc_text,
-)
+from memoryproject.domain.instants import UtcText, instant_of, iso_utc, stored_instant, utc_text
 
 # The Certificate Transparency reference implementation's test leaves and roots (sizes 1..8).
 CT_LEAVES = [

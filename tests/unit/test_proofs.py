@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graph_app.domain.hashing import canonical_json, merkle_root
 from graph_app.domain.proofs import (
     BUNDLE_FORMAT,
     bundle_check,
@@ -19,6 +18,7 @@ from graph_app.domain.proofs import (
     root_sign,
     verify_inclusion,
 )
+from memoryproject.domain.hashing import canonical_json, merkle_root
 from tests.unit.test_hashing import CT_LEAVES, CT_ROOTS
 
 KEY = "k" * 40

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.contracts import CheckpointOut
-from audit_app.management.commands.injection_log_verify import refuse, table
+from memoryproject.command_output import refuse, table
 from memoryproject.errors import ApplicationError
 
 

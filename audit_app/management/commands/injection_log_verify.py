@@ -9,29 +9,14 @@ notice. A readable table by default, one JSON object with --json.
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import ChainVerification
 from audit_app.selectors import injection_log_verify
+from memoryproject.command_output import refuse, table
 from memoryproject.errors import ApplicationError
-
-
-def table(rows: list[tuple[str, str]]) -> str:
-    """Label/value rows, labels aligned (the audit commands' readable output)."""
-    width = max((len(label) for label, _ in rows), default=0)
-    return "".join(f"  {label:<{width}}  {value}\n" for label, value in rows)
-
-
-def refuse(command: BaseCommand, message: str, *, as_json: bool) -> NoReturn:
-    """Says why an audit command refused (one JSON object with --json) and exits 1."""
-    if as_json:
-        command.stdout.write(json.dumps({"ok": False, "error": message}))
-    else:
-        name = type(command).__module__.rsplit(".", 1)[-1]  # the command's own name
-        command.stderr.write(f"{name}: {message}")
-    raise SystemExit(1)
 
 
 class Command(BaseCommand):

@@ -15,8 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import PurgeResult
-from audit_app.management.commands.injection_log_verify import refuse, table
 from audit_app.retention import audit_log_purge
+from memoryproject.command_output import refuse, table
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import TimestampError, to_utc
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.management.commands.injection_log_verify import refuse, table
+from memoryproject.command_output import refuse, table
 from memoryproject.errors import ApplicationError
 from memoryproject.witness import public_key_pem, witness
 

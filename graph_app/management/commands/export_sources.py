@@ -18,9 +18,9 @@ from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.management.commands.injection_log_verify import table
 from graph_app.contracts.compile import CompileInput, CompileResult, SourceBundle
 from graph_app.delivery import context_deliver
+from memoryproject.command_output import table
 from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError
 from memoryproject.projects import project_resolve

@@ -20,9 +20,9 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from audit_app.checkpoint_reads import checkpoint_key
-from audit_app.management.commands.injection_log_verify import table
 from graph_app.domain.proofs import bundle_check, bundle_shape_problem
+from memoryproject.checkpoint_key import checkpoint_key
+from memoryproject.command_output import table
 from memoryproject.errors import ApplicationError
 
 SIGNATURE_SAYS = {

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from graph_app.management.commands.export_memory import fail
+from memoryproject.command_output import BAD_INPUT, refuse
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project, slug_validator
 from memoryproject.writes import write_transaction
@@ -31,18 +31,23 @@ class Command(BaseCommand):
         as_json = options["json"]
         path = Path(options["db"])
         if not path.is_file():
-            fail(self, f"DB: no such file {path}", as_json=as_json)
+            refuse(self, f"DB: no such file {path}", as_json=as_json, status=BAD_INPUT)
         slug = options["project"]
         try:
             slug_validator(slug)
         except Exception:  # ValidationError: the slug rule, said once
-            fail(self, f"--project: {slug!r} is not a valid project slug", as_json=as_json)
+            refuse(
+                self,
+                f"--project: {slug!r} is not a valid project slug",
+                as_json=as_json,
+                status=BAD_INPUT,
+            )
         try:
             with write_transaction():  # a database that is not CognOS's creates nothing
                 project, _ = Project.objects.get_or_create(slug=slug)
                 result = cognos_traces_import(path=path, project=project)
         except ApplicationError as exc:
-            fail(self, exc.message, as_json=as_json)
+            refuse(self, exc.message, as_json=as_json, status=BAD_INPUT)
         if as_json:
             self.stdout.write(json.dumps(result.as_json()))
             return

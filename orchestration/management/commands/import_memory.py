@@ -18,9 +18,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DataError, IntegrityError
 
-from graph_app.management.commands.export_memory import fail
+from memoryproject.command_output import BAD_INPUT, refuse
 from memoryproject.errors import ApplicationError
-from memoryproject.portability import project_import
+from orchestration.portability import project_import
 
 
 class Command(BaseCommand):
@@ -40,21 +40,22 @@ class Command(BaseCommand):
         as_json = options["json"]
         path = Path(options["file"])
         if not path.is_file():
-            fail(self, f"FILE: no such file {path}", as_json=as_json)
+            refuse(self, f"FILE: no such file {path}", as_json=as_json, status=BAD_INPUT)
         try:
             result = project_import(
                 path=path, project_slug=options["project"], skip_receipts=options["skip_receipts"]
             )
         except ApplicationError as exc:
-            fail(self, exc.message, as_json=as_json)
+            refuse(self, exc.message, as_json=as_json, status=BAD_INPUT)
         except (IntegrityError, DataError) as exc:
             # What the checks before the insert do not foresee (a constraint between rows, such
             # as two entities of one slug): the transaction is rolled back.
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            fail(
+            refuse(
                 self,
                 f"FILE: a row breaks a rule of this database ({reason}); nothing was written",
                 as_json=as_json,
+                status=BAD_INPUT,
             )
         if as_json:
             self.stdout.write(json.dumps(result.as_json()))

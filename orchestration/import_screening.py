@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoryproject.domain.field_screening import write_screen, writes_clean
-from memoryproject.export_file import ImportFile, PortabilityError
+from orchestration.export_file import ImportFile, PortabilityError
 
 #: Table -> (free columns, identifier columns) screened, as their API write screens them.
 SCREENED: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

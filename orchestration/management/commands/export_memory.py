@@ -1,5 +1,5 @@
 """Exports one project (graph, change log, sessions, traces, receipts) to a JSON Lines file
-that ``import_memory`` loads into another database losslessly (``memoryproject.portability``
+that ``import_memory`` loads into another database losslessly (``orchestration.portability``
 describes the format).
 
 Exit status 2 on bad input (an unknown project, an unwritable file), with a message naming
@@ -10,22 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memoryproject.command_output import BAD_INPUT, refuse
 from memoryproject.errors import ApplicationError
-from memoryproject.portability import project_export
-
-
-def fail(command: BaseCommand, message: str, *, as_json: bool) -> NoReturn:
-    """Says why a portability command refused (one JSON object with --json) and exits 2."""
-    if as_json:
-        command.stdout.write(json.dumps({"ok": False, "error": message}))
-    else:
-        name = type(command).__module__.rsplit(".", 1)[-1]
-        command.stderr.write(f"{name}: {message}")
-    raise SystemExit(2)
+from orchestration.portability import project_export
 
 
 class Command(BaseCommand):
@@ -39,13 +30,18 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"])
         if out.is_dir() or not out.parent.is_dir():
-            fail(self, f"--out: cannot write {out}", as_json=options["json"])
+            refuse(self, f"--out: cannot write {out}", as_json=options["json"], status=BAD_INPUT)
         try:
             header = project_export(slug=options["project"], out=out)
         except ApplicationError as exc:
-            fail(self, exc.message, as_json=options["json"])
+            refuse(self, exc.message, as_json=options["json"], status=BAD_INPUT)
         except OSError as exc:
-            fail(self, f"--out: cannot write {out} ({exc.strerror})", as_json=options["json"])
+            refuse(
+                self,
+                f"--out: cannot write {out} ({exc.strerror})",
+                as_json=options["json"],
+                status=BAD_INPUT,
+            )
         counts = {k: v for k, v in header["counts"].items()}
         if options["json"]:
             self.stdout.write(json.dumps({"ok": True, "out": str(out), **header}))

@@ -47,13 +47,7 @@ from django.core.management.color import no_style
 from django.db import connection, models
 from tqdm import tqdm
 
-from audit_app.models import (
-    GENESIS_HASH,
-    DeliveredText,
-    ErasedText,
-    InjectionLogHead,
-    InjectionRecord,
-)
+from audit_app.models import DeliveredText, ErasedText, InjectionLogHead, InjectionRecord
 from audit_app.receipt_sources import receipt_sources_add
 from audit_app.selectors import injection_log_verify
 from graph_app.integrity import integrity_verify
@@ -65,7 +59,12 @@ from graph_app.models import (
     GraphRevision,
     TemporalFact,
 )
-from memoryproject.export_file import (
+from memoryproject.domain.hash_chain import GENESIS_HASH
+from memoryproject.models import Project
+from memoryproject.reads import read_snapshot
+from memoryproject.timeutil import to_utc, utcnow
+from memoryproject.writes import write_transaction
+from orchestration.export_file import (
     FORMAT,
     TABLES,
     VERSION,
@@ -73,12 +72,8 @@ from memoryproject.export_file import (
     PortabilityError,
     import_file_read,
 )
-from memoryproject.import_references import import_references_check
-from memoryproject.import_screening import import_screen
-from memoryproject.models import Project
-from memoryproject.reads import read_snapshot
-from memoryproject.timeutil import to_utc, utcnow
-from memoryproject.writes import write_transaction
+from orchestration.import_references import import_references_check
+from orchestration.import_screening import import_screen
 from sessions_app.models import SessionSummary, Trace
 
 #: Progress bars appear from this many rows on (small projects stay quiet).

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import models
 
-from memoryproject.export_file import TABLES, ImportFile, PortabilityError, Row
+from orchestration.export_file import TABLES, ImportFile, PortabilityError, Row
 
 #: Table -> (column, the table it names). A row may name only rows of the same file.
 LINKS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -1,5 +1,5 @@
 """Backs up the SQLite database while the service runs: one consistent copy, checked, written
-under a temporary name and renamed into place (``memoryproject.backup``). PostgreSQL is refused
+under a temporary name and renamed into place (``orchestration.backup``). PostgreSQL is refused
 with how to back it up instead.
 
 Exit status 2 on bad input or a refusal, with a message naming the argument. A readable table by
@@ -14,9 +14,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from graph_app.management.commands.export_memory import fail
-from memoryproject.backup import BackupResult, database_backup
+from memoryproject.command_output import BAD_INPUT, refuse
 from memoryproject.errors import ApplicationError
+from orchestration.backup import BackupResult, database_backup
 
 
 class Command(BaseCommand):
@@ -34,7 +34,7 @@ class Command(BaseCommand):
         try:
             result = database_backup(out=Path(options["out"]), force=options["force"])
         except ApplicationError as exc:
-            fail(self, exc.message, as_json=options["json"])
+            refuse(self, exc.message, as_json=options["json"], status=BAD_INPUT)
         if options["json"]:
             self.stdout.write(json.dumps(result.as_json()))
         else:

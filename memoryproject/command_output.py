@@ -1,0 +1,34 @@
+"""What every management command prints the same way: a label/value table (the readable
+default) and a refusal (one JSON object with --json, a line on stderr otherwise) with its exit
+status, so cron and scripts read every command alike."""
+
+from __future__ import annotations
+
+import json
+from typing import NoReturn
+
+from django.core.management.base import BaseCommand
+
+#: Exit status of a refusal: 1 when what was checked does not hold (audit and verification
+#: commands), 2 when the input was bad (the portability commands).
+CHECK_FAILED = 1
+BAD_INPUT = 2
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    """Label/value rows, labels aligned."""
+    width = max((len(label) for label, _ in rows), default=0)
+    return "".join(f"  {label:<{width}}  {value}\n" for label, value in rows)
+
+
+def refuse(
+    command: BaseCommand, message: str, *, as_json: bool, status: int = CHECK_FAILED
+) -> NoReturn:
+    """Says why a command refused (one JSON object with --json, else ``name: message`` on
+    stderr) and exits with ``status``."""
+    if as_json:
+        command.stdout.write(json.dumps({"ok": False, "error": message}))
+    else:
+        name = type(command).__module__.rsplit(".", 1)[-1]  # the command's own name
+        command.stderr.write(f"{name}: {message}")
+    raise SystemExit(status)
