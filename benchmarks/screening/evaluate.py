@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.screening.corpus import Corpus, corpus_load, hosts_load
+from benchmarks.stats import percentile
 from memoryproject.domain.screening import instructions_find, text_mask
 
 ITEM_CHARS = 2048
@@ -95,12 +96,6 @@ def _items(corpus: Corpus) -> list[tuple[str, str]]:
     return items
 
 
-def _percentile(values: list[float], share: float) -> float:
-    """The value below which ``share`` of ``values`` fall (nearest rank)."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
-
-
 def _time_ms(items: list[tuple[str, str]]) -> dict[str, Any]:
     """The uncached work of screening each item (masking, then flagging what remains, as
     ``record_screen`` does for a text it has not screened before: neither call is cached), the
@@ -117,7 +112,7 @@ def _time_ms(items: list[tuple[str, str]]) -> dict[str, Any]:
     kinds = {kind: sum(k == kind for k, _ in items) for kind in ("host", "probe", "secret")}
     return {
         "p50_ms": round(statistics.median(per_item), 3),
-        "p95_ms": round(_percentile(per_item, 0.95), 3),
+        "p95_ms": round(percentile(per_item, 0.95), 3),
         "max_ms": round(max(per_item), 3),
         "items": len(per_item),
         "item_chars": ITEM_CHARS,

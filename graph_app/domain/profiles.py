@@ -84,7 +84,7 @@ class Profile:
 
 CODE = Profile(name="code")
 # Chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
-# (``manage.py locomo_eval --cross-validate``; the grid is in that command).
+# (``manage.py locomo_eval --cross-validate``; the grid is in benchmarks/locomo/tuning.py).
 DIALOGUE = Profile(
     name="dialogue",
     rank=RankParams(

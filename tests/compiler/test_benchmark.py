@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from graph_app.benchmark.synthetic import project_drop
+from benchmarks.memory.synthetic import project_drop
 from graph_app.models import TemporalFact
 from memoryproject.models import Project
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from graph_app.benchmark.reference import RefDoc, ReferenceIndex
+from benchmarks.memory.reference import RefDoc, ReferenceIndex
 from graph_app.domain.tokenize import tokenize
 from memoryproject.tokens import count_tokens
 

@@ -12,8 +12,8 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from benchmarks.locomo.tuning import GRID, _shipped, _variant
 from graph_app.domain.profiles import DIALOGUE
-from graph_app.management.commands.locomo_eval import GRID, _shipped, _variant
 from memoryproject.models import Project
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryproject.loadtest.target import (
+from benchmarks.loadtest.target import (
     NAME_PREFIX,
     database_drop,
     database_vendor,

@@ -20,10 +20,10 @@ from mcp_types import Implementation
 
 from audit_app.models import InjectionRecord
 from audit_app.selectors import injection_log_verify
+from benchmarks.loadtest import AppServer, Workload, free_port, target_prepare, verify_all
+from benchmarks.loadtest.target import REPO
 from graph_app.integrity import integrity_verify
 from graph_app.models import Episode, TemporalFact
-from memoryproject.loadtest import AppServer, Workload, free_port, target_prepare, verify_all
-from memoryproject.loadtest.target import REPO
 from memoryproject.models import Project
 from sessions_app.models import Trace
 from tests.mcp.conftest import server_env

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from memoryproject.loadtest.target import REPO
-from memoryproject.loadtest.workload import DEFAULT_MIX
+from benchmarks.loadtest.target import REPO
+from benchmarks.loadtest.workload import DEFAULT_MIX
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from memoryproject.loadtest import LoadOptions, Workload, target_prepare, verify_all
-from memoryproject.loadtest.run import run_for, start_servers
-from memoryproject.loadtest.verify import Reader, writes_missing
-from memoryproject.loadtest.workload import PREDICATES
+from benchmarks.loadtest import LoadOptions, Workload, target_prepare, verify_all
+from benchmarks.loadtest.run import run_for, start_servers
+from benchmarks.loadtest.verify import Reader, writes_missing
+from benchmarks.loadtest.workload import PREDICATES
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ import urllib.request
 
 import pytest
 
-from memoryproject.loadtest.server import free_port
-from memoryproject.loadtest.target import target_prepare
-from sessions_app.peer_benchmark import OurServer
+from benchmarks.loadtest.server import free_port
+from benchmarks.loadtest.target import target_prepare
+from benchmarks.plan.peer import OurServer
 
 pytestmark = pytest.mark.slow
 

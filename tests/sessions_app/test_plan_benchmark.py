@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from benchmarks.plan.peer import peer_missing
 from sessions_app.models import Trace
-from sessions_app.peer_benchmark import peer_missing
 
 pytestmark = pytest.mark.django_db
 

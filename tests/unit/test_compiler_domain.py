@@ -641,7 +641,7 @@ def test_dates_do_not_depend_on_the_process_locale(tmp_path):
 
 
 def test_cross_validation_scores_each_group_with_a_setting_chosen_on_the_others():
-    from graph_app.domain.crossval import leave_one_out
+    from benchmarks.locomo.crossval import leave_one_out
 
     # "a" wins on c1 and c2 by a little, "b" wins big on c3 alone: in-sample picks "b", but
     # held-out c3 is scored with "a" (chosen on c1+c2), which is what generalising costs.

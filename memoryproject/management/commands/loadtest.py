@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.loadtest import LoadOptions, LoadTestError, loadtest_run, mix_parse
-from memoryproject.loadtest.workload import DEFAULT_MIX
+from benchmarks.loadtest import LoadOptions, LoadTestError, loadtest_run, mix_parse
+from benchmarks.loadtest.workload import DEFAULT_MIX
 
 
 class Command(BaseCommand):

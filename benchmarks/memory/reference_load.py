@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from graph_app.benchmark.reference import RefDoc, ReferenceIndex
+from benchmarks.memory.reference import RefDoc, ReferenceIndex
 from graph_app.domain.render import episode_line, episode_text, fact_line, fact_text
 from graph_app.domain.supersession import fact_status
 from graph_app.domain.tokenize import occurrence_terms, tokenize

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from memoryproject.loadtest.target import LoadTestError, Target, manage
-from memoryproject.loadtest.workload import Ledger
+from benchmarks.loadtest.target import LoadTestError, Target, manage
+from benchmarks.loadtest.workload import Ledger
 
 PAGE = 200
 # Where each kind of acknowledged write is listed, the id field of a listed item, and where

@@ -7,11 +7,11 @@ process is configured with. Setting it up, creating keys and verifying the log g
 ``manage.py`` in child processes, as an operator would run them; everything else through HTTP.
 """
 
-from memoryproject.loadtest.run import LoadOptions, LoadReport, loadtest_run
-from memoryproject.loadtest.server import AppServer, free_port
-from memoryproject.loadtest.target import LoadTestError, Target, target_prepare
-from memoryproject.loadtest.verify import Verification, verify_all
-from memoryproject.loadtest.workload import DEFAULT_MIX, Workload, mix_parse
+from benchmarks.loadtest.run import LoadOptions, LoadReport, loadtest_run
+from benchmarks.loadtest.server import AppServer, free_port
+from benchmarks.loadtest.target import LoadTestError, Target, target_prepare
+from benchmarks.loadtest.verify import Verification, verify_all
+from benchmarks.loadtest.workload import DEFAULT_MIX, Workload, mix_parse
 
 __all__ = [
     "DEFAULT_MIX",

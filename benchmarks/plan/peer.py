@@ -19,6 +19,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -29,9 +30,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from memoryproject.loadtest.run import percentile
-from memoryproject.loadtest.server import AppServer, free_port
-from memoryproject.loadtest.target import REPO, LoadTestError, target_prepare
+from benchmarks.loadtest.server import AppServer, free_port
+from benchmarks.loadtest.target import REPO, LoadTestError, target_prepare
+from benchmarks.stats import percentile
 
 PROJECT = "bench-plan"
 TARGET_RATIO = 1.5
@@ -444,6 +445,15 @@ def peer_compare(options: PeerOptions) -> dict[str, Any]:
     return report
 
 
+def peer_compare_in(workdir: str | None, **options: Any) -> dict[str, Any]:
+    """``peer_compare`` with the servers' databases and logs in ``workdir``, or in a temporary
+    directory removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="plan_benchmark_") as scratch:
+        path = Path(workdir or scratch).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return peer_compare(PeerOptions(workdir=path, **options))
+
+
 def _report(
     options: PeerOptions, tool: str, runs: dict[str, list[dict[str, Any]]], receipts: int
 ) -> dict[str, Any]:
@@ -481,3 +491,33 @@ def _report(
         "target_ratio": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO and ours["non_2xx"] == 0,
     }
+
+
+def peer_table(result: dict[str, Any]) -> str:
+    load = result["load"]
+    lines = [
+        f"/v1/plan side by side ({load['tool']}: {load['threads']} threads, "
+        f"{load['connections']} connections, {load['rounds']} x {load['duration_s']:g} s per "
+        f"side, alternating), {result['traces']} traces, n={result['n']}",
+        "",
+        f"{'server':<8}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'non-2xx':>10}",
+    ]
+    for side in ("ours", "peer"):
+        row = result[side]
+        lines.append(
+            f"{side:<8}{row['req_per_s']:>10.1f}{row['p50_ms']:>10.2f}{row['p99_ms']:>10.2f}"
+            f"{row['non_2xx']:>10}"
+        )
+    lines += [
+        "",
+        f"ours: {result['ours']['server']}",
+        f"peer: {result['peer']['server']}",
+        f"receipts written: {result['receipts_written']} (plans answered: "
+        f"{result['ours_requests_total']})",
+        f"disk: a synced SQLite commit takes {result['disk_commit_ms']:.2f} ms (p50) here; "
+        "the peer flushes one per request, ours (WAL) does not",
+        f"ratio (req/s, median of rounds {result['ratios_per_round']}): "
+        f"{result['ratio_req_per_s']:.2f}x; target >= {result['target_ratio']}x with zero "
+        "non-2xx: " + ("met" if result["meets_target"] else "NOT met"),
+    ]
+    return "\n".join(lines) + "\n"

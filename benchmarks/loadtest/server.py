@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from memoryproject.loadtest.target import REPO, LoadTestError
+from benchmarks.loadtest.target import REPO, LoadTestError
 
 
 def free_port() -> int:

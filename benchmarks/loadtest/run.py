@@ -14,16 +14,17 @@ from typing import Any
 import dj_database_url
 from tqdm import tqdm
 
-from memoryproject.loadtest.server import AppServer, free_port
-from memoryproject.loadtest.target import (
+from benchmarks.loadtest.server import AppServer, free_port
+from benchmarks.loadtest.target import (
     Target,
     database_drop,
     default_database_url,
     target_prepare,
     url_normalized,
 )
-from memoryproject.loadtest.verify import Verification, verify_all
-from memoryproject.loadtest.workload import DEFAULT_MIX, REQUESTS, EndpointStats, Workload
+from benchmarks.loadtest.verify import Verification, verify_all
+from benchmarks.loadtest.workload import DEFAULT_MIX, REQUESTS, EndpointStats, Workload
+from benchmarks.stats import percentile
 
 
 @dataclass
@@ -44,15 +45,6 @@ class LoadOptions:
 
     def resolved_workers(self) -> int:
         return self.workers or max(2, os.cpu_count() or 2)
-
-
-def percentile(values: list[float], share: float) -> float:
-    """Nearest-rank percentile (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(share * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def endpoint_row(stats: EndpointStats) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryproject.loadtest.target import LoadTestError
+from benchmarks.loadtest.target import LoadTestError
 
 Body = dict[str, Any]
 Ack = tuple[str, Any]

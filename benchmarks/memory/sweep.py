@@ -10,8 +10,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from graph_app.benchmark.plot import Panel, Series, loglog_svg
-from graph_app.benchmark.run import run_benchmark
+from benchmarks.memory.plot import Panel, Series, loglog_svg
+from benchmarks.memory.run import run_benchmark
 
 # The sweep table's columns: (key, heading, width).
 COLUMNS = (

@@ -19,10 +19,10 @@ from django.test.utils import override_settings
 from tqdm import tqdm
 
 from audit_app.findings import contradictions_audit
-from graph_app.benchmark.coldstart import cold_start_measure
-from graph_app.benchmark.reference import ReferenceIndex
-from graph_app.benchmark.reference_load import reference_build
-from graph_app.benchmark.synthetic import (
+from benchmarks.memory.coldstart import cold_start_measure
+from benchmarks.memory.reference import ReferenceIndex
+from benchmarks.memory.reference_load import reference_build
+from benchmarks.memory.synthetic import (
     BUDGET,
     CATEGORIES,
     SCALES,
@@ -30,12 +30,12 @@ from graph_app.benchmark.synthetic import (
     Corpus,
     Scale,
     Show,
-    percentile,
     project_drop,
     queries_for,
     scale_label,
     timed,
 )
+from benchmarks.stats import percentile
 from graph_app.compiler import context_compile
 from graph_app.entity_reads import entity_query
 from graph_app.episode_writes import episode_record

@@ -17,7 +17,7 @@ to ids once loaded):
 - ``since``: what changed about a service since a day; ``time_travel``: a value as it was then
   (compiled ``as_of`` that day).
 
-Pure Python: no Django import. ``graph_app.management.commands.memory_eval`` loads it through
+Pure Python: no Django import. ``evaluate.py`` (``manage.py memory_eval``) loads it through
 the services and runs the questions.
 """
 

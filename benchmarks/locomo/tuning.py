@@ -1,0 +1,82 @@
+"""The dialogue profile's constants chosen by cross-validation on LoCoMo
+(``manage.py locomo_eval --cross-validate``): recall (all) of every setting of a grid on every
+conversation, then leave-one-conversation-out."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from benchmarks.locomo.conversations import conversation_drop, conversation_ingest
+from benchmarks.locomo.crossval import leave_one_out, pooled
+from graph_app.compiler import context_cited
+from graph_app.domain.profiles import DIALOGUE, Profile
+
+# The dialogue profile's constants searched by --cross-validate (the shipped values are in it).
+GRID = {
+    "title_prior": (0.0, 0.5, 0.85),
+    "length_norm": (0.5, 0.75),
+    "full_share": (0.1, 0.2),
+    "preview_tokens": (6, 12),
+    "stream_weight": (0.5, 0.8),
+    "related_weight": (0.0, 0.25, 0.35, 0.45),
+}
+# The grid's constants that are ranking parameters (the others are the profile's own).
+RANK_CONSTANTS = ("title_prior", "length_norm", "stream_weight", "related_weight")
+
+
+def _variant(setting: tuple[Any, ...]) -> Profile:
+    values = dict(zip(GRID, setting, strict=True))
+    rank = replace(DIALOGUE.rank, **{k: values.pop(k) for k in RANK_CONSTANTS})
+    return replace(DIALOGUE, rank=rank, **values)
+
+
+def _shipped() -> tuple[Any, ...]:
+    return tuple(
+        getattr(DIALOGUE.rank if name in RANK_CONSTANTS else DIALOGUE, name) for name in GRID
+    )
+
+
+def cross_validate(paths: list[Path], *, budget: int, show_progress: bool) -> dict[str, Any]:
+    """Recall (all) of every GRID setting on every conversation, then leave-one-conversation-
+    out: each conversation scored with the setting that is best on the others."""
+    disable = None if show_progress else True
+    scores: dict[tuple[Any, ...], dict[str, tuple[int, int]]] = {}
+    settings = list(itertools.product(*GRID.values()))
+    for path in paths:
+        project, external, questions = conversation_ingest(path, disable=disable)
+        try:
+            for setting in tqdm(settings, desc=f"{path.stem} grid", disable=disable):
+                profile = _variant(setting)
+                hits = 0
+                for qa in questions:
+                    ids = context_cited(
+                        project=project, query=qa["question"], max_tokens=budget, profile=profile
+                    )
+                    hits += qa["evidence"] <= {external.get(i) for i in ids}
+                scores.setdefault(setting, {})[path.stem] = (hits, len(questions))
+        finally:
+            conversation_drop(project)
+    # No preference for the shipped setting on ties: it was chosen knowing every fold.
+    cv = leave_one_out(scores)
+    return {
+        "budget": budget,
+        "grid": {k: list(v) for k, v in GRID.items()},
+        "shipped": dict(zip(GRID, _shipped(), strict=True)),
+        "shipped_in_sample": round(pooled(scores, _shipped(), [p.stem for p in paths]), 4),
+        "best": dict(zip(GRID, cv.best, strict=True)),
+        "best_in_sample": round(cv.in_sample, 4),
+        "cross_validated": round(cv.cross_validated, 4),
+        "folds": [
+            {
+                "held_out": f.held_out,
+                "chosen": dict(zip(GRID, f.chosen, strict=True)),
+                "recall_all": round(f.hits / f.questions, 4) if f.questions else 0.0,
+            }
+            for f in cv.folds
+        ],
+    }
