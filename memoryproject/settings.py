@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "graph_app",
     "audit_app",
     "orchestration",
+    "benchmarks",
 ]
 
 MIDDLEWARE = [
