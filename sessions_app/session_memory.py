@@ -6,6 +6,7 @@ queued for review."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 
@@ -201,7 +202,7 @@ def _approved_summary(project: Project, review: Review) -> SessionSummary | None
     )
 
 
-def _approval(review: Review | None) -> dict[str, object]:
+def _approval(review: Review | None) -> dict[str, Any]:
     """The fields that mark a delivery as a reviewer's approved context."""
     if review is None:
         return {}
