@@ -122,7 +122,7 @@ def _short(value: str) -> str:
 
 
 @admin.register(InjectionRecord)
-class InjectionRecordAdmin(ExportMixin, ClientColumnAdmin, ServiceRowsAdmin):  # type: ignore[misc]
+class InjectionRecordAdmin(ExportMixin, ClientColumnAdmin, ServiceRowsAdmin):
     change_list_template = "admin/audit_app/injectionrecord/change_list.html"
     change_form_template = "admin/audit_app/injectionrecord/change_form.html"
     resource_classes = [InjectionRecordResource]

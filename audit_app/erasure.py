@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from audit_app.contracts import ErasureCertificate
+from audit_app.contracts import ErasedItem, ErasureCertificate
 from audit_app.injection_log import audit_event_append, delivered_text_erase
 from audit_app.models import InjectionRecord
 from audit_app.receipt_sources import receipts_delivering
@@ -129,7 +129,7 @@ def erase(
         target=target,
         ref=ref,
         project=owner.slug if owner else None,
-        erased=erased,
+        erased=[ErasedItem(**item) for item in erased],
         receipts=receipts,
         texts_erased=gone,
         reason=reason.strip(),

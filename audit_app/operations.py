@@ -10,7 +10,7 @@ from audit_app.contracts import (
     ContradictionAuditResult,
 )
 from audit_app.findings import contradictions_audit
-from memoryproject.operations import Operation
+from memoryproject.operations import AcrossProjects, Operation
 
 # Auto-resolve retires facts, so the audit needs write access.
 CONTRADICTIONS_AUDIT = Operation(
@@ -28,7 +28,6 @@ AUDIT_VERIFY = Operation(
     AuditVerifyInput,
     AuditVerification,
     "read",
-    receipt_selectors.audit_verify,
+    AcrossProjects[AuditVerifyInput, AuditVerification](receipt_selectors.audit_verify),
     scope="admin",
-    spans_projects=True,
 )

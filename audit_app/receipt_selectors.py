@@ -25,7 +25,7 @@ from audit_app.contracts import (
 )
 from audit_app.models import ErasedText, InjectionRecord
 from audit_app.selectors import injection_log_verify
-from graph_app.contracts.integrity import IntegrityResult
+from graph_app.contracts.integrity import IntegrityInput, IntegrityResult
 from graph_app.integrity import integrity_verify
 from graph_app.models import Episode, TemporalFact
 from memoryproject.contracts import Caller
@@ -221,7 +221,7 @@ def _log_seen(chain: ChainVerification, projects: list[Project], auditor: bool) 
 def _graph_verified(project: Project, head: GraphHeadOut | None) -> IntegrityResult:
     """The project's graph, held to its head in the latest checkpoint when there is one."""
     anchor = {"checkpoint_size": head.size, "checkpoint_head": head.head} if head else {}
-    return integrity_verify(project=project, **anchor)
+    return integrity_verify(project=project, params=IntegrityInput.parse(anchor))
 
 
 def audit_verify(

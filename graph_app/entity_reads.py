@@ -23,7 +23,7 @@ from graph_app.contracts.entities import (
 )
 from graph_app.contracts.facts import FactOut
 from graph_app.domain.egograph import Edge, EdgeArrays, EgoWalk, ego_graph
-from graph_app.domain.supersession import fact_status
+from graph_app.domain.supersession import Status, fact_status
 from graph_app.fact_validity import valid_as_known, valid_now
 from graph_app.graph_caches import edge_graph
 from graph_app.models import Entity, Episode, TemporalFact
@@ -104,7 +104,7 @@ def entity_query(*, project: Project, params: EntityQueryInput) -> EntityQueryRe
     )
 
 
-def _row_status(row: Mapping[str, Any], now: datetime) -> str:
+def _row_status(row: Mapping[str, Any], now: datetime) -> Status:
     """The status at ``now`` of a fact read raw."""
     return fact_status(
         valid_from=row["valid_from"],
@@ -115,7 +115,7 @@ def _row_status(row: Mapping[str, Any], now: datetime) -> str:
 
 
 def _fact_out(
-    row: Mapping[str, Any], project_slug: str, now: datetime, status: str | None = None
+    row: Mapping[str, Any], project_slug: str, now: datetime, status: Status | None = None
 ) -> FactOut:
     """A fact read raw (FACT_VALUE_FIELDS and its revision) as its output at ``now``
     (``status``: its status then, when already known)."""

@@ -8,7 +8,7 @@ the FilterSets of ``graph_app.api.filters``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from django.db.models import Model, QuerySet
 
@@ -45,7 +45,17 @@ def fact_view(fact: TemporalFact) -> FactOut:
     )
 
 
-def episode_view(episode: Episode, output: type[E] = EpisodeOut, **extra: Any) -> E:  # type: ignore[assignment]
+@overload
+def episode_view(episode: Episode) -> EpisodeOut: ...
+
+
+@overload
+def episode_view(episode: Episode, output: type[E], **extra: Any) -> E: ...
+
+
+def episode_view(
+    episode: Episode, output: type[EpisodeOut] = EpisodeOut, **extra: Any
+) -> EpisodeOut:
     """The episode as ``output``: EpisodeOut, or a model extending it with the fields
     ``extra`` gives (which may also replace the episode's own)."""
     fields = instance_row(episode, EPISODE_VALUE_FIELDS)

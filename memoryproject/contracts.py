@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Protocol, Self, TypeVar, cast, overload
 
 from pydantic import (
     AfterValidator,
@@ -379,13 +379,78 @@ class Caller(Input):
 I = TypeVar("I", bound=Input)  # noqa: E741
 _UNSET: Any = object()
 
+# The service's shape as the type checker sees it: the project (a Django model here, kept a
+# type variable so contracts import no Django), the input model and the answer.
+_Project = TypeVar("_Project")
+_Answer = TypeVar("_Answer")
+_Project_in = TypeVar("_Project_in", contravariant=True)
+_Input_in = TypeVar("_Input_in", bound=Input, contravariant=True)
+_Answer_out = TypeVar("_Answer_out", covariant=True)
 
-def takes(model: type[I]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+
+class ServiceBody(Protocol[_Project_in, _Input_in, _Answer_out]):
+    """What ``@takes`` decorates when the service ignores who asks: ``f(*, project, params)``."""
+
+    def __call__(self, *, project: _Project_in, params: _Input_in) -> _Answer_out: ...
+
+
+class CallerServiceBody(Protocol[_Project_in, _Input_in, _Answer_out]):
+    """What ``@takes`` decorates when the service records who asks (receipts, audit runs)."""
+
+    def __call__(
+        self, *, project: _Project_in, params: _Input_in, caller: Caller
+    ) -> _Answer_out: ...
+
+
+class Service(Protocol[_Project_in, _Input_in, _Answer_out]):
+    """A ``@takes`` service as its callers see it: the parsed input (``params``), or its
+    fields as keywords parsed by the input model; ``caller`` (or ``channel``/``client`` to build
+    one) is optional and ignored by a service that does not record who asks. The project's type
+    and the answer's are the decorated function's own."""
+
+    @overload
+    def __call__(
+        self, *, project: _Project_in, params: _Input_in, caller: Caller | None = None
+    ) -> _Answer_out: ...
+
+    @overload
+    def __call__(
+        self,
+        *,
+        project: _Project_in,
+        params: None = None,
+        caller: Caller | None = None,
+        channel: str = ...,
+        client: str = ...,
+        **fields: Any,
+    ) -> _Answer_out: ...
+
+
+class Takes(Protocol[I]):
+    """The decorator ``takes(model)`` returns: it keeps the service's project and answer types
+    and binds its ``params`` to ``model`` (a body whose ``params`` is another model is refused).
+    """
+
+    @overload
+    def __call__(
+        self, service: CallerServiceBody[_Project, I, _Answer]
+    ) -> Service[_Project, I, _Answer]: ...
+
+    @overload
+    def __call__(
+        self, service: ServiceBody[_Project, I, _Answer]
+    ) -> Service[_Project, I, _Answer]: ...
+
+
+def takes(model: type[I]) -> Takes[I]:
     """Gives a service ``f(*, project, params: model, caller?)`` its keyword door: Python
     callers may pass the fields themselves (``f(project=p, n=5)``), parsed by ``model`` exactly
-    as REST and MCP arguments are, and ``channel``/``client`` for the caller."""
+    as REST and MCP arguments are, and ``channel``/``client`` for the caller.
 
-    def decorate(service: Callable[..., Any]) -> Callable[..., Any]:
+    Typed for callers through ``Service``: ParamSpec cannot describe this door (it adds
+    keyword-only parameters and the fields form), so the two call shapes are overloads."""
+
+    def decorate(service: Callable[..., Any]) -> Any:
         wants_caller = "caller" in inspect.signature(service).parameters
 
         @functools.wraps(service)
@@ -411,7 +476,8 @@ def takes(model: type[I]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
         return call
 
-    return decorate
+    # The runtime wrapper is untyped by nature (it takes **fields); Takes states its contract.
+    return cast("Takes[I]", decorate)
 
 
 class WitnessCheck(Output):

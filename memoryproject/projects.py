@@ -88,10 +88,10 @@ def _project_columns(alias: str) -> str:
 def _key_link() -> tuple[str, str, str]:
     """The table linking keys to projects, with its key and its project column (quoted)."""
     link = ProjectAPIKey._meta.get_field("projects")
-    through = link.remote_field.through  # type: ignore[union-attr]
+    through = link.remote_field.through
     assert through is not None
-    key_column = sql.quote(link.m2m_column_name())  # type: ignore[union-attr]
-    project_column = sql.quote(link.m2m_reverse_name())  # type: ignore[union-attr]
+    key_column = sql.quote(link.m2m_column_name())
+    project_column = sql.quote(link.m2m_reverse_name())
     return sql.table(through), key_column, project_column
 
 

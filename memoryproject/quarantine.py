@@ -9,16 +9,36 @@ deliver memory; it fills this registry in its ``AppConfig.ready()``, so ``graph_
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from memoryproject.domain.screening import Flag
 from memoryproject.domain.spotlight import flag_reasons
 from memoryproject.models import Project
 
-Released = Callable[..., set[tuple[str, str]]]
-Hold = Callable[..., Any]
+
+class Released(Protocol):
+    """The review queue's answer to which flagged ``(kind, id, sha256)`` were released."""
+
+    def __call__(
+        self, *, project: Project, items: Iterable[tuple[str, str, str]]
+    ) -> set[tuple[str, str]]: ...
+
+
+class Hold(Protocol):
+    """The review queue's door for a flagged item (what it answers is its own)."""
+
+    def __call__(
+        self,
+        *,
+        project: Project,
+        kind: str,
+        item_id: str,
+        sha256: str,
+        reasons: Sequence[str],
+        text: str,
+    ) -> object: ...
 
 
 @dataclass

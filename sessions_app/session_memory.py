@@ -6,6 +6,7 @@ queued for review."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 
@@ -199,7 +200,7 @@ def _approved_summary(project: Project, review: ReviewRecord) -> SessionSummary 
     )
 
 
-def _approval(review: ReviewRecord | None) -> dict[str, object]:
+def _approval(review: ReviewRecord | None) -> dict[str, Any]:
     """The fields that mark a delivery as a reviewer's approved context."""
     if review is None:
         return {}

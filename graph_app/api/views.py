@@ -4,13 +4,14 @@ memoryproject.drf.OperationView; the collection views also list their rows on GE
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from django.db.models import QuerySet
 
 from graph_app import operations, record_views
 from graph_app.api.filters import EntityFilter, EpisodeFilter, FactFilter
 from graph_app.contracts.pages import EntityPage, EpisodePage, FactPage
+from graph_app.models import Episode, TemporalFact
 from memoryproject.auth import api_key_of
 from memoryproject.contracts import Output
 from memoryproject.drf import OperationView
@@ -18,12 +19,24 @@ from memoryproject.models import Project
 from memoryproject.projects import project_resolve
 
 
+class ProjectRows(Protocol):
+    """A selector of one project's rows (``record_views.facts_query``, ...)."""
+
+    def __call__(self, *, project: Project) -> QuerySet[Any]: ...
+
+
+class RowOutput(Protocol):
+    """The output of one listed row (``record_views.fact_view``, ...)."""
+
+    def __call__(self, row: Any, /) -> Output: ...
+
+
 class ItemProjectView(OperationView):
     """An operation on the one item its URL names: unless the call names a project, it acts on
     the item's own project, found among the projects the caller can see (404 otherwise)."""
 
     #: The selector finding the item by the URL's argument within the given project ids.
-    find: ClassVar[Callable[..., Any]]
+    find: ClassVar[Callable[..., TemporalFact | Episode]]
 
     def project_for(self, data: dict[str, Any] | None) -> Project:
         named = data if data is not None else self.request.query_params
@@ -41,8 +54,8 @@ class CollectionView(OperationView):
     FilterSet and paginated."""
 
     #: The selector of the project's rows, and the selector of one row's output.
-    rows: ClassVar[Callable[..., QuerySet[Any]]]
-    row: ClassVar[Callable[..., Output]]
+    rows: ClassVar[ProjectRows]
+    row: ClassVar[RowOutput]
 
     def get_queryset(self) -> QuerySet[Any]:
         if getattr(self, "swagger_fake_view", False):  # OpenAPI: the rows' model, no request

@@ -26,10 +26,10 @@ class IndexItem:
     line: str
     keep: int
     section: str
-    order: tuple
+    order: tuple[float, int]
     # facts only: the values of ``FACT_LINE_FIELDS``, to re-render as known at an earlier
     # transaction time
-    fact_fields: tuple = ()
+    fact_fields: tuple[Any, ...] = ()
     # episodes only: the user's own id, which the citation uses when it is citable
     external_id: str | None = None
     # tokens of ``line``, counted once when the document is indexed
@@ -105,7 +105,7 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
         if name in _TIMES:
             arrays[f"fact.{name}"] = np.fromiter(map(_micros, values), dtype=np.int64)
         else:
-            arrays[f"fact.{name}"] = strings.ids(values)  # type: ignore[arg-type]
+            arrays[f"fact.{name}"] = strings.ids(values)
     return arrays
 
 

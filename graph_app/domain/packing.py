@@ -38,7 +38,7 @@ class PackItem:
     keep: int = 0
     tail: int = 0
     truncatable: bool = False
-    order: tuple = field(default=())
+    order: tuple[float, ...] = field(default=())
     # whether the packer may ask for a preview of it (costly: only for items that have one)
     previewable: bool = False
 
@@ -67,7 +67,7 @@ def render(
     if not items:
         return title
     order = {name: index for index, name in enumerate(sections)}
-    by_section: dict[str, list] = {}
+    by_section: dict[str, list[PackedItem | PackItem]] = {}
     for item in items:
         by_section.setdefault(item.section, []).append(item)
     lines = [title]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any
 
 from memoryproject.domain.hashing import canonical_json, number_json, sha256_hex
@@ -62,7 +62,7 @@ _LEAF_TIMES = {UtcText, type(None)}
 
 def _json_text(value: Any) -> str:
     """A text or None as JSON (the C encoder refuses anything else)."""
-    return "null" if value is None else encode_basestring(value)  # type: ignore[no-any-return]
+    return "null" if value is None else encode_basestring(value)
 
 
 def fact_leaf(

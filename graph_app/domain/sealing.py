@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from graph_app.domain.records import change_hash
 from memoryproject.domain.hash_chain import GENESIS_HASH
@@ -48,7 +48,7 @@ class ChangeEntry(NamedTuple):
     seq: int
     revision: int
     action: str
-    record_type: str
+    record_type: Literal["fact", "episode", "entity"]
     record_id: str
     record_sha256: str
     erased_sha256: str

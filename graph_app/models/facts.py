@@ -16,7 +16,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from graph_app.domain.supersession import fact_status
+from graph_app.domain.supersession import Status, fact_status
 from memoryproject.timeutil import utcnow
 
 
@@ -88,7 +88,7 @@ class TemporalFact(models.Model):
         return f"{self.subject.slug} · {self.predicate} = {value}"
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         """What the fact is now (see graph_app.domain.supersession.fact_status)."""
         return fact_status(
             valid_from=self.valid_from,

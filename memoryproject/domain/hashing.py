@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable, Sequence
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any, NamedTuple
 
 import rfc8785
@@ -131,7 +131,7 @@ def _compact(value: Any) -> str | None:
     """``value`` as ``_flat`` writes it, or None when it cannot."""
     kind = type(value)
     if kind is str:
-        return encode_basestring(value)  # type: ignore[no-any-return]
+        return encode_basestring(value)
     if value is None:
         return "null"
     if value is True:

@@ -66,11 +66,12 @@ class Needles:
         """Every place of a needle of ``group``, in order, or None past SPOTS_MAX."""
         if group in self._group_spots:
             return self._group_spots[group]
-        spots: list[int] | None = []
+        found: list[int] = []
+        spots: list[int] | None = found
         for needle in group:
             if self.first(needle) >= 0:
-                spots += self.spots(needle)  # type: ignore[operator]
-                if len(spots) > SPOTS_MAX:  # type: ignore[arg-type]
+                found += self.spots(needle)
+                if len(found) > SPOTS_MAX:
                     spots = None
                     break
         if spots:

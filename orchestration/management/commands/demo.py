@@ -21,6 +21,7 @@ from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import compiler_cache_clear
 from graph_app.integrity import integrity_verify
 from graph_app.time_travel import graph_as_of
+from memoryproject.contracts import Caller
 from memoryproject.models import Project
 from memoryproject.scratch_db import temporary_database
 from memoryproject.timeutil import utcnow
@@ -29,7 +30,7 @@ from sessions_app.session_memory import session_load, session_save
 from sessions_app.trace_writes import trace_record
 
 PROJECT = "default"  # the project every migrated database starts with
-CALLER = {"channel": "cli", "client": "demo"}
+CALLER = Caller(channel="cli", client="demo")
 BUDGET = 160
 SUMMARY = (
     "Active project: auth_service (repo acme/auth)\n"
@@ -179,7 +180,7 @@ def step_compile(tour: Tour) -> Step:
         occurred_at=tour.migrated + timedelta(days=2),
     )
     result = context_deliver(
-        project=tour.project, query="auth_service token format", max_tokens=BUDGET, **CALLER
+        project=tour.project, query="auth_service token format", max_tokens=BUDGET, caller=CALLER
     )
     return Step(
         "compile",
@@ -237,8 +238,8 @@ def step_contradiction(tour: Tour) -> Step:
         object_value="4_decimals",
         valid_from=tour.migrated,
     )
-    found = contradictions_audit(project=tour.project, auto_resolve=False, **CALLER)
-    resolved = contradictions_audit(project=tour.project, auto_resolve=True, **CALLER)
+    found = contradictions_audit(project=tour.project, auto_resolve=False, caller=CALLER)
+    resolved = contradictions_audit(project=tour.project, auto_resolve=True, caller=CALLER)
     finding = found.findings[0] if found.findings else None
     return Step(
         "contradiction",
@@ -265,7 +266,7 @@ def step_contradiction(tour: Tour) -> Step:
 
 def step_session(tour: Tour) -> Step:
     saved = session_save(project=tour.project, summary=SUMMARY)
-    loaded = session_load(project=tour.project, threshold=0.45, **CALLER)
+    loaded = session_load(project=tour.project, threshold=0.45, caller=CALLER)
     prompt = loaded.system_prompt or ""
     return Step(
         "session",
@@ -293,7 +294,7 @@ def step_flagged_plan(tour: Tour) -> Step:
         status_code=500,
         last_decision="maybe retry something later?",
     )
-    plan = plan_context(project=tour.project, n=1, **CALLER)
+    plan = plan_context(project=tour.project, n=1, caller=CALLER)
     return Step(
         "flagged_plan",
         "A plan from an untrustworthy trace is flagged, not injected",
