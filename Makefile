@@ -43,6 +43,7 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/vulture
 
 typecheck: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy .

@@ -7,7 +7,7 @@ around one entity).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -137,38 +137,3 @@ def graph_as_of(*, project: Project, params: TimeTravelInput) -> TimeTravelResul
         facts=facts_held(project, facts),
         next_offset=end if len(ids) > end else None,
     )
-
-
-class FactsAsKnown(Mapping[str, FactOut]):
-    """The facts valid at ``as_of`` as known at ``known_at``, keyed ``fact:<id>``: which
-    ones is decided over the project's timeline in memory, and each fact's output (its form as
-    then known, hash included) is read from the database the first time it is asked for, so a
-    caller that shows a few of them reads a few rows."""
-
-    def __init__(self, project: Project, as_of: datetime, known_at: datetime) -> None:
-        ids, self.snapshot_hash = snapshot_of(project, as_of, known_at)
-        self._ids = {f"fact:{fact_id}": fact_id for fact_id in ids}
-        self._project_slug, self._known_at = project.slug, known_at
-        self._read: dict[str, FactOut] = {}
-
-    def __getitem__(self, key: str) -> FactOut:
-        if key not in self._read:
-            rows = TemporalFact.objects.filter(pk=self._ids[key])  # KeyError: not visible
-            for row in rows_read(rows, FACT_VALUE_FIELDS, FACT_TIMES):
-                self._read[key] = _visible_as_known(row, self._project_slug, self._known_at).fact
-        return self._read[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._ids
-
-
-def facts_as_known(*, project: Project, as_of: datetime, known_at: datetime) -> FactsAsKnown:
-    """The facts valid at ``as_of`` as known at ``known_at`` (``facts_visible_at``'s answer)
-    as a mapping from ``fact:<id>`` to each one's output, read when first asked for."""
-    return FactsAsKnown(project, as_of, known_at)

@@ -220,15 +220,6 @@ def insert(instance: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
     instance._state.db = using
 
 
-def insert_many(instances: Sequence[models.Model], using: str = DEFAULT_DB_ALIAS) -> None:
-    """INSERTs new instances of one model in one statement (primary keys are not read back)."""
-    if not instances:
-        return
-    model = type(instances[0])
-    rows = [_values(instance, using) for instance in instances]
-    insert_rows(model, _insert_names(model), rows, using)
-
-
 @lru_cache(maxsize=256)
 def _insert_rows_sql(
     model: type[models.Model], fields: tuple[str, ...], rows: int, using: str

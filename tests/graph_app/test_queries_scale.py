@@ -301,26 +301,3 @@ def test_a_page_past_the_end_or_an_empty_graph_is_empty_not_an_error(default_pro
     _history(default_project)
     past = time_travel.graph_as_of(project=default_project, as_of=utcnow(), offset=500)
     assert past.count > 0 and past.facts == [] and past.next_offset is None
-
-
-def test_facts_as_known_decide_in_memory_and_read_only_what_is_shown(default_project):
-    marks = _history(default_project)
-    as_of, known_at = utcnow(), marks["between"]
-    reference = {
-        f"fact:{f.fact.id}": f.fact.as_json()
-        for f in time_travel.facts_visible_at(
-            project=default_project, as_of=as_of, known_at=known_at
-        )
-    }
-    time_travel.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)  # warm
-    with CaptureQueriesContext(connection) as queries:
-        views = time_travel.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)
-        assert set(views) == set(reference) and len(views) == len(reference)
-    assert len(queries) == 1  # the revision check: no fact row read yet
-    key = sorted(reference)[0]
-    with CaptureQueriesContext(connection) as queries:
-        assert views[key].as_json() == reference[key]
-        assert views.get(key) is views[key]
-    assert len(queries) == 1
-    assert views.get("fact:nope") is None and "fact:nope" not in views
-    assert {k: views[k].as_json() for k in views} == reference
