@@ -11,7 +11,6 @@ from typing import Any
 
 from django.db import connection
 
-from graph_app.domain.hashing import canonical_json
 from graph_app.domain.records import fact_rows_leaves
 from graph_app.graph_head import graph_revision_current
 from graph_app.models import Episode, TemporalFact
@@ -23,6 +22,7 @@ from graph_app.record_canonical import (
     episode_canonical_of,
 )
 from memoryproject.collector import collector_paused
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.models import Project
 from memoryproject.reads import read_snapshot
 

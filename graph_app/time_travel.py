@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from graph_app.contracts.facts import FactOut
 from graph_app.contracts.time_travel import TimeTravelInput, TimeTravelResult
-from graph_app.domain.hashing import canonical_json, sha256_hex
+from graph_app.domain.hashing import sha256_hex
 from graph_app.domain.records import closure_known, fact_as_known_at
 from graph_app.fact_validity import valid_as_known
 from graph_app.graph_caches import snapshot_of
@@ -25,6 +25,7 @@ from graph_app.quarantine_reads import facts_held
 from graph_app.raw_rows import rows_read
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS, fact_canonical_of
 from memoryproject.contracts import takes
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 

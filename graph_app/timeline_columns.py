@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from graph_app.domain.hashing import canonical_json, leaf_hash
+from graph_app.domain.hashing import leaf_hash
 from graph_app.record_canonical import fact_canonical_of
+from memoryproject.domain.canonical import canonical_json
 
 
 class FactLine(NamedTuple):

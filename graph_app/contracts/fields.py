@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
-from graph_app.domain.hashing import canonical_json
 from memoryproject.contracts import (
     AwareDatetime,
     BlankIsNone,
@@ -20,6 +19,7 @@ from memoryproject.contracts import (
     parse_bool,
     rule_error,
 )
+from memoryproject.domain.canonical import canonical_json
 
 ENTITY_ID_MAX = 128
 ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+#-]*$")

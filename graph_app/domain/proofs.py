@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit_app.domain.chain import checkpoint_mac, checkpoint_mac_matches
-from graph_app.domain.hashing import canonical_json, leaf_hash, node_hash
+from graph_app.domain.hashing import leaf_hash, node_hash
+from memoryproject.domain.canonical import canonical_json
 
 #: The schema a bundle declares; a verifier refuses any other.
 BUNDLE_FORMAT = "memory-citation-bundle/1"

@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from graph_app.domain.hashing import canonical_json, number_json, sha256_hex
 from graph_app.domain.hashing import record_sha256 as record_sha256_of
+from graph_app.domain.hashing import sha256_hex
+from memoryproject.domain.canonical import canonical_json, number_json
 
 
 class UtcText(str):

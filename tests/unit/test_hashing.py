@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graph_app.domain.hashing import (
-    canonical_json,
     leaf_hash,
     merkle_root,
     merkle_root_reference,
@@ -30,6 +29,7 @@ from graph_app.domain.records import (
     stored_instant,
     utc_text,
 )
+from memoryproject.domain.canonical import canonical_json
 
 # The Certificate Transparency reference implementation's test leaves and roots (sizes 1..8).
 CT_LEAVES = [

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graph_app.domain.hashing import canonical_json, merkle_root
+from graph_app.domain.hashing import merkle_root
 from graph_app.domain.proofs import (
     BUNDLE_FORMAT,
     bundle_check,
@@ -19,6 +19,7 @@ from graph_app.domain.proofs import (
     root_sign,
     verify_inclusion,
 )
+from memoryproject.domain.canonical import canonical_json
 from tests.unit.test_hashing import CT_LEAVES, CT_ROOTS
 
 KEY = "k" * 40
