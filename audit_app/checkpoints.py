@@ -26,7 +26,7 @@ from audit_app.domain.chain import checkpoint_mac
 from audit_app.models import GENESIS_HASH, AuditCheckpoint, InjectionLogHead, InjectionRecord
 from audit_app.selectors import chain_anchor, injection_log_verify
 from audit_app.witness_checks import body_sha256
-from graph_app.graph_head import graph_chain_head
+from graph_app.graph_head import graph_head
 from graph_app.integrity import integrity_unwitnessed
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
@@ -41,8 +41,8 @@ def _graph_heads() -> dict[str, dict[str, Any]]:
     """Each project's graph chain head: the size and last hash of its change log."""
     heads = {}
     for project in Project.objects.order_by("slug"):
-        size, head = graph_chain_head(project)
-        heads[project.slug] = {"size": int(size), "head": str(head)}
+        head = graph_head(project)
+        heads[project.slug] = {"size": head.changes, "head": head.head_hash}
     return heads
 
 

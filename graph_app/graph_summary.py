@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 
 from graph_app.contracts.summary import EpisodeCounts, FactCounts, GraphSummary
 from graph_app.fact_validity import valid_at
-from graph_app.graph_head import graph_revision_current
+from graph_app.graph_head import graph_head
 from graph_app.integrity import integrity_verify
 from graph_app.models import Entity, Episode, EpisodeCategory, TemporalFact
 from memoryproject.models import Project
@@ -36,7 +36,7 @@ def graph_summary(*, project: Project) -> GraphSummary:
         by_category[row["category"]] = row["n"]
     return GraphSummary(
         project=project.slug,
-        revision=graph_revision_current(project=project),
+        revision=graph_head(project).revision,
         entities=Entity.objects.filter(project=project).count(),
         facts=FactCounts(total=integrity.facts, **facts),
         episodes=EpisodeCounts(total=integrity.episodes, by_category=by_category),

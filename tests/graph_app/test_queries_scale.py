@@ -22,6 +22,13 @@ from graph_app.models import Entity, GraphChange, GraphRevision, TemporalFact
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 
+
+def _log_head(project) -> tuple[int, str]:
+    """The graph head's change log size and last hash."""
+    head = graph_head.graph_head(project)
+    return head.changes, head.head_hash
+
+
 pytestmark = pytest.mark.django_db
 
 FACTS = TemporalFact._meta.db_table
@@ -212,7 +219,7 @@ def _verify_since(project, size, head):
 
 def test_verifying_since_a_checkpoint_reads_only_the_log_after_it(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
@@ -231,7 +238,7 @@ def test_verifying_since_a_checkpoint_reads_only_the_log_after_it(default_projec
 
 def test_a_record_changed_since_the_checkpoint_is_named(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     new = fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )["fact"]["id"]
@@ -243,7 +250,7 @@ def test_a_record_changed_since_the_checkpoint_is_named(default_project):
 
 def test_an_entry_after_the_checkpoint_edited_or_a_moved_checkpoint_is_named(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
@@ -277,7 +284,7 @@ def _plans(queries) -> list[str]:
 @pytest.mark.skipif("connection.vendor != 'sqlite'")
 def test_the_reads_go_through_their_indexes(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     as_of = utcnow()
     time_travel.graph_as_of(project=default_project, as_of=as_of, limit=5)
     fact_upsert(
