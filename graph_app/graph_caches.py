@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 
 from graph_app.domain.egograph import Edge, EdgeArrays
 from graph_app.domain.hashing import merkle_root_of_leaf_hashes
+from graph_app.domain.visibility import posix_seconds
 from graph_app.graph_head import graph_head, graph_log_holds
 from graph_app.models import GENESIS_HASH, Entity, TemporalFact
 from graph_app.raw_rows import rows_read
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS
-from graph_app.timeline_columns import FactLine, TimelineColumns, fact_line, posix_seconds
+from graph_app.timeline_columns import FactLine, TimelineColumns, fact_line
 from memoryproject.models import Project
 
 

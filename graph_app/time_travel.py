@@ -17,13 +17,13 @@ from django.db.models import Q
 from graph_app.contracts.facts import FactOut
 from graph_app.contracts.time_travel import TimeTravelInput, TimeTravelResult
 from graph_app.domain.hashing import sha256_hex
-from graph_app.domain.records import closure_known, fact_as_known_at
-from graph_app.fact_validity import valid_as_known
+from graph_app.domain.records import fact_as_known_at
 from graph_app.graph_caches import snapshot_of
 from graph_app.models import Entity, TemporalFact
 from graph_app.quarantine_reads import facts_held
 from graph_app.raw_rows import rows_read
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS, fact_canonical_of
+from graph_app.visibility import fact_visible
 from memoryproject.contracts import takes
 from memoryproject.domain.canonical import canonical_json
 from memoryproject.models import Project
@@ -71,12 +71,12 @@ def facts_visible_at(
     """The facts valid at ``as_of`` as they were known at ``known_at``, sorted by id (with
     ``entity``: only those with it as subject or object).
 
-    Transaction time first: a fact recorded after ``known_at`` is invisible, and a closure
-    recorded after ``known_at`` had not happened yet (the fact reads as open). Then valid time:
-    ``valid_from <= as_of < valid_until``. History rows are never rewritten, so a backdated fact
+    Which facts is the visibility rule (``graph_app.visibility.fact_visible``): a fact
+    recorded after ``known_at`` is invisible, a closure recorded after ``known_at`` had not
+    happened yet (the fact reads as open), and ``valid_from <= as_of < valid_until``. History rows are never rewritten, so a backdated fact
     may overlap an older closed one; for a singular predicate the fact starting latest wins.
     """
-    facts = TemporalFact.objects.filter(valid_as_known(as_of, known_at), project=project)
+    facts = TemporalFact.objects.filter(fact_visible(as_of, known_at), project=project)
     if entity is not None:
         # Its own facts, and those of the subjects pointing at it under the same predicates:
         # among them the rivals that decide which singular fact wins (a superset, read through
@@ -93,9 +93,6 @@ def facts_visible_at(
     visible: list[VisibleFact] = []
     winners: dict[tuple[str, str], tuple[datetime, datetime, str]] = {}
     for row in rows:
-        known_closed = closure_known(row["closed_at"], known_at)
-        if known_closed and row["valid_until"] is not None and row["valid_until"] <= as_of:
-            continue
         visible.append(_visible_as_known(row, project.slug, known_at))
         if row["singular"]:
             key = (row["subject__slug"], row["predicate"])
