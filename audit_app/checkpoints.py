@@ -25,7 +25,7 @@ from audit_app.contracts import CheckpointOut
 from audit_app.models import AuditCheckpoint, InjectionLogHead, InjectionRecord
 from audit_app.selectors import chain_anchor, injection_log_verify
 from audit_app.witness_checks import body_sha256
-from graph_app.graph_head import graph_chain_head
+from graph_app.graph_head import graph_head
 from graph_app.integrity import integrity_unwitnessed
 from memoryproject.checkpoint_key import checkpoint_key
 from memoryproject.domain.hash_chain import GENESIS_HASH, checkpoint_mac
@@ -42,8 +42,8 @@ def _graph_heads() -> dict[str, dict[str, Any]]:
     """Each project's graph chain head: the size and last hash of its change log."""
     heads = {}
     for project in Project.objects.order_by("slug"):
-        size, head = graph_chain_head(project)
-        heads[project.slug] = {"size": int(size), "head": str(head)}
+        head = graph_head(project)
+        heads[project.slug] = {"size": head.changes, "head": head.head_hash}
     return heads
 
 

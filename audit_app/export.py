@@ -14,7 +14,6 @@ one of these). JSON is exported exactly as stored. The library's own setting
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import tablib
@@ -22,6 +21,7 @@ from import_export import fields, resources
 from import_export.formats import base_formats
 
 from audit_app.models import AuditCheckpoint, InjectionLogHead, InjectionRecord
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.timeutil import iso
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -54,7 +54,8 @@ class FormulaSafeCSV(base_formats.CSV):
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """The canonical JSON its MAC covers (a checkpoint's body)."""
+    return canonical_json(value).decode("utf-8")
 
 
 def chain_provenance() -> dict[str, Any]:

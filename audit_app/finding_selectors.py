@@ -8,8 +8,8 @@ from functools import cache
 from audit_app.contracts import FindingOut
 from audit_app.domain.contradictions import HeldFact
 from audit_app.models import ContradictionFinding, FindingState
-from graph_app.fact_validity import valid_at
 from graph_app.models import TemporalFact
+from graph_app.visibility import fact_visible
 from memoryproject import sql
 from memoryproject.models import Project
 
@@ -18,7 +18,7 @@ def facts_held_at(*, project: Project, at: datetime) -> list[HeldFact]:
     """The project's facts valid at ``at`` as recorded now, as the contradiction rules read
     them (one query over the plain columns: audits run over 100,000 facts)."""
     rows = (
-        TemporalFact.objects.filter(valid_at(at), project=project)
+        TemporalFact.objects.filter(fact_visible(at), project=project)
         .order_by()
         .values_list(
             "id",

@@ -17,7 +17,6 @@ from datetime import date, datetime
 from functools import cache, partial
 from typing import Any
 
-import rfc8785
 from django.db import transaction
 
 from audit_app.checkpoints import witness_checkpoint
@@ -33,8 +32,8 @@ from audit_app.models import (
 from audit_app.receipt_sources import receipt_sources_add
 from memoryproject import sql
 from memoryproject.contracts import has_nul
+from memoryproject.domain.canonical import CanonicalizationError, canonical_json
 from memoryproject.domain.hash_chain import GENESIS_HASH
-from memoryproject.domain.hashing import canonical_json
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
@@ -107,7 +106,7 @@ def _plain_json(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
             json.dumps(dict(value), default=_json_value, allow_nan=False)
         )
         canonical_json(data)  # what the record's hash will canonicalise
-    except (TypeError, ValueError, rfc8785.CanonicalizationError) as exc:
+    except (TypeError, ValueError, CanonicalizationError) as exc:
         raise validation_error(field, f"must hold plain JSON values ({exc})") from None
     if has_nul(data):
         # PostgreSQL cannot store NUL in jsonb; refuse it on every database alike.

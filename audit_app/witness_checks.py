@@ -20,11 +20,10 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-import rfc8785
-
 from audit_app.contracts import ChainAnchor, ChainPoint
 from audit_app.models import AuditCheckpoint, AuditMaintenanceGrant, InjectionRecord
 from memoryproject.contracts import WitnessCheck
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import to_utc
 from memoryproject.witness import LOG_STREAM, WitnessRead, witness
@@ -32,7 +31,7 @@ from memoryproject.witness import LOG_STREAM, WitnessRead, witness
 
 def body_sha256(body: Any) -> str:
     """How the witness names a checkpoint row's body: the SHA-256 of its RFC 8785 JSON."""
-    return hashlib.sha256(rfc8785.dumps(body)).hexdigest()
+    return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,9 @@ from graph_app.domain.sealing import (
     checkpoint_verify,
     head_verify,
 )
-from graph_app.graph_head import graph_head_values
+from graph_app.graph_head import graph_head
 from graph_app.models import GraphChange
 from graph_app.raw_rows import READ_CHUNK, times_as_text
-from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.domain.instants import utc_text
 from memoryproject.models import Project
 
@@ -84,8 +83,8 @@ def chain_read(
         # so that its problems are named as a full verification names them.
     if report is None:
         report = chain_verify(_change_entries(project), project=project.slug, watch=watch)
-    revision, size, head_hash = graph_head_values(project).first() or (0, 0, GENESIS_HASH)
-    head_verify(report, size=int(size), head=str(head_hash))
+    head = graph_head(project)
+    head_verify(report, size=head.changes, head=head.head_hash)
     if checkpoint is not None:
         checkpoint_verify(report, size=checkpoint[0], head=checkpoint[1])
-    return report, int(revision)
+    return report, head.revision

@@ -24,13 +24,13 @@ from graph_app.contracts.entities import (
 from graph_app.contracts.facts import FactOut
 from graph_app.domain.egograph import Edge, EdgeArrays, EgoWalk, ego_graph
 from graph_app.domain.supersession import Status, fact_status
-from graph_app.fact_validity import valid_as_known, valid_now
 from graph_app.graph_caches import edge_graph
 from graph_app.models import Entity, Episode, TemporalFact
 from graph_app.quarantine_reads import edges_held, episodes_held, facts_held
 from graph_app.raw_rows import rows_run, times_as_text
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS, fact_fields
 from graph_app.record_views import entity_view, episode_view
+from graph_app.visibility import fact_visible, fact_visible_now
 from memoryproject import sql
 from memoryproject.contracts import takes
 from memoryproject.errors import NotFoundError
@@ -274,7 +274,7 @@ def entity_neighbourhood(
     """The entity's ego graph over the edges valid at ``as_of`` as known at ``known_at``
     (both default to now): every entity within ``max_hops``, in either direction."""
     now = utcnow()
-    return _ego_graph(entity, max_hops, valid_as_known(as_of or now, known_at or now))
+    return _ego_graph(entity, max_hops, fact_visible(as_of or now, known_at or now))
 
 
 def _ego_graph(entity: Entity, max_hops: int, edges: Q | None = None) -> EgoGraph:
@@ -283,7 +283,7 @@ def _ego_graph(entity: Entity, max_hops: int, edges: Q | None = None) -> EgoGrap
     # Walk by entity row id so every hop is answered from the foreign-key indexes.
     ids = {entity.slug: entity.pk}
     kinds = {entity.slug: entity.kind}
-    edge_filter = valid_now() if edges is None else edges
+    edge_filter = fact_visible_now() if edges is None else edges
     active_edges = TemporalFact.objects.filter(edge_filter, object_entity__isnull=False).order_by()
 
     def edges_touching(nodes: set[str]) -> Iterator[Edge]:

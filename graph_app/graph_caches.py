@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from graph_app.domain.egograph import Edge, EdgeArrays
-from graph_app.graph_head import graph_head_row
-from graph_app.models import Entity, GraphChange, TemporalFact
+from graph_app.domain.visibility import posix_seconds
+from graph_app.graph_head import graph_head, graph_log_holds
+from graph_app.models import Entity, TemporalFact
 from graph_app.raw_rows import rows_read
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS
-from graph_app.timeline_columns import FactLine, TimelineColumns, fact_line, posix_seconds
+from graph_app.timeline_columns import FactLine, TimelineColumns, fact_line
 from memoryproject.domain.hash_chain import GENESIS_HASH
 from memoryproject.domain.hashing import merkle_root_of_leaf_hashes
 from memoryproject.models import Project
@@ -38,15 +39,12 @@ class _Kept:
     def behind(self, project: Project) -> tuple[int, int, tuple[int, str]] | None:
         """None when up to date; else (the revision after which rows changed, -1 for all of
         them; the revision now; the head now). Called under ``lock``."""
-        revision, size, head = graph_head_row(project)
-        now = (size, head)
-        if revision == self.revision and now == self.head:
+        current = graph_head(project)
+        now = (current.changes, current.head_hash)
+        if current.revision == self.revision and now == self.head:
             return None
-        seq, seen = self.head
-        went_on = revision > self.revision >= 0 and (
-            seq == 0 or GraphChange.objects.filter(project=project, seq=seq, hash=seen).exists()
-        )
-        return (self.revision if went_on else -1), int(revision), now
+        went_on = current.revision > self.revision >= 0 and graph_log_holds(project, *self.head)
+        return (self.revision if went_on else -1), current.revision, now
 
 
 @dataclass

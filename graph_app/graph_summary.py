@@ -7,10 +7,10 @@ from __future__ import annotations
 from django.db.models import Count, Q
 
 from graph_app.contracts.summary import EpisodeCounts, FactCounts, GraphSummary
-from graph_app.fact_validity import valid_at
-from graph_app.graph_head import graph_revision_current
+from graph_app.graph_head import graph_head
 from graph_app.integrity import integrity_verify
 from graph_app.models import Entity, Episode, EpisodeCategory, TemporalFact
+from graph_app.visibility import fact_visible
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 
@@ -21,7 +21,7 @@ def graph_summary(*, project: Project) -> GraphSummary:
     integrity = integrity_verify(project=project)
     now = utcnow()
     facts = TemporalFact.objects.filter(project=project).aggregate(
-        active=Count("id", filter=valid_at(now)),
+        active=Count("id", filter=fact_visible(now)),
         scheduled=Count("id", filter=Q(valid_from__gt=now)),
         superseded=Count("id", filter=Q(valid_until__lte=now, superseded_by__isnull=False)),
         retracted=Count("id", filter=Q(valid_until__lte=now, superseded_by__isnull=True)),
@@ -36,7 +36,7 @@ def graph_summary(*, project: Project) -> GraphSummary:
         by_category[row["category"]] = row["n"]
     return GraphSummary(
         project=project.slug,
-        revision=graph_revision_current(project=project),
+        revision=graph_head(project).revision,
         entities=Entity.objects.filter(project=project).count(),
         facts=FactCounts(total=integrity.facts, **facts),
         episodes=EpisodeCounts(total=integrity.episodes, by_category=by_category),

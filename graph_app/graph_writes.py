@@ -58,13 +58,6 @@ def _graph_lock(project: Project) -> tuple[int, int, str]:
     return int(row[0]), int(row[1]), str(row[2])
 
 
-def graph_revision_bump(project: Project) -> int:
-    """Bumps the project's graph revision and answers it; call inside the write's transaction
-    and stamp every row the write creates or changes with the answer. Writes that change rows
-    go through ``graph_write``, which also keeps the change log."""
-    return _graph_lock(project)[0]
-
-
 #: The change log's columns a write inserts, in order.
 _CHANGE_COLUMNS = ("project_id", *CHANGE_FIELDS)
 

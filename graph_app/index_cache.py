@@ -22,13 +22,11 @@ from django.conf import settings
 
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
+from graph_app.graph_head import graph_head, graph_head_continues, graph_head_reached
 from graph_app.index_documents import episode_doc, fact_doc
 from graph_app.index_selectors import (
     episode_rows_changed_since,
     fact_rows_changed_since,
-    graph_head_continues,
-    graph_head_current,
-    graph_head_reached,
 )
 from graph_app.snapshot import GraphHead, snapshot_forget, snapshot_read, snapshot_write
 from memoryproject.models import Project
@@ -58,7 +56,7 @@ class ProjectIndex:
         process starts from the project's snapshot when it still describes the graph."""
         if self.revision < 0:
             self._restore(project)
-        head = graph_head_current(project=project)
+        head = graph_head(project)
         current = head.revision
         if self.head is not None and not graph_head_continues(
             project=project, head=self.head, current=head
@@ -108,7 +106,7 @@ class ProjectIndex:
         )
 
     def _save(self, project: Project) -> None:
-        head = graph_head_current(project=project)
+        head = graph_head(project)
         # Saved only as of a revision the index has reached, with that revision's log head.
         if (
             head.revision == self.revision

@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from graph_app.graph_head import graph_head_values
+from graph_app.graph_head import graph_head, graph_head_statement
 from graph_app.merkle_leaves import fact_statement
 from memoryproject.domain.hashing import RecordDigests
 from memoryproject.models import Project
@@ -38,11 +38,12 @@ def fact_worker_start(project: Project) -> tuple[subprocess.Popen[bytes], list[A
     minimum = settings.INTEGRITY_WORKER_MIN_CHANGES
     if minimum <= 0 or connection.vendor not in ("sqlite", "postgresql"):
         return None
-    head = list(graph_head_values(project).first() or [])
-    if not head or head[1] < minimum:  # (revision, changes, head hash)
+    read = graph_head(project)
+    if read.changes < minimum:
         return None
+    head = [read.revision, read.changes, read.head_hash]  # as the worker reads the row
     sql, params = fact_statement(project)
-    head_sql, head_params = graph_head_values(project).query.sql_with_params()
+    head_sql, head_params = graph_head_statement(project)
     job: dict[str, Any] = {
         "vendor": connection.vendor,
         "sql": sql,

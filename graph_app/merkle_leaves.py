@@ -12,7 +12,7 @@ from typing import Any
 from django.db import connection
 
 from graph_app.domain.records import fact_rows_leaves
-from graph_app.graph_head import graph_revision_current
+from graph_app.graph_head import graph_head
 from graph_app.models import Episode, TemporalFact
 from graph_app.raw_rows import READ_CHUNK, times_as_text
 from graph_app.record_canonical import (
@@ -22,7 +22,7 @@ from graph_app.record_canonical import (
     episode_canonical_of,
 )
 from memoryproject.collector import collector_paused
-from memoryproject.domain.hashing import canonical_json
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.models import Project
 from memoryproject.reads import read_snapshot
 
@@ -82,7 +82,7 @@ def graph_leaves(*, project: Project) -> GraphLeaves:
     keys: list[tuple[str, str]] = []
     leaves: list[bytes] = []
     with read_snapshot(), collector_paused():
-        revision = graph_revision_current(project=project)
+        revision = graph_head(project).revision
         for kind, records in (
             ("fact", fact_leaves(project)),
             ("episode", episode_leaves(episode_value_rows(project), project.slug)),

@@ -7,7 +7,7 @@ around one entity).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,15 +16,16 @@ from django.db.models import Q
 
 from graph_app.contracts.facts import FactOut
 from graph_app.contracts.time_travel import TimeTravelInput, TimeTravelResult
-from graph_app.domain.records import closure_known, fact_as_known_at
-from graph_app.fact_validity import valid_as_known
+from graph_app.domain.records import fact_as_known_at
 from graph_app.graph_caches import snapshot_of
 from graph_app.models import Entity, TemporalFact
 from graph_app.quarantine_reads import facts_held
 from graph_app.raw_rows import rows_read
 from graph_app.record_canonical import FACT_TIMES, FACT_VALUE_FIELDS, fact_canonical_of
+from graph_app.visibility import fact_visible
 from memoryproject.contracts import takes
-from memoryproject.domain.hashing import canonical_json, sha256_hex
+from memoryproject.domain.canonical import canonical_json
+from memoryproject.domain.hashing import sha256_hex
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 
@@ -70,12 +71,12 @@ def facts_visible_at(
     """The facts valid at ``as_of`` as they were known at ``known_at``, sorted by id (with
     ``entity``: only those with it as subject or object).
 
-    Transaction time first: a fact recorded after ``known_at`` is invisible, and a closure
-    recorded after ``known_at`` had not happened yet (the fact reads as open). Then valid time:
-    ``valid_from <= as_of < valid_until``. History rows are never rewritten, so a backdated fact
+    Which facts is the visibility rule (``graph_app.visibility.fact_visible``): a fact
+    recorded after ``known_at`` is invisible, a closure recorded after ``known_at`` had not
+    happened yet (the fact reads as open), and ``valid_from <= as_of < valid_until``. History rows are never rewritten, so a backdated fact
     may overlap an older closed one; for a singular predicate the fact starting latest wins.
     """
-    facts = TemporalFact.objects.filter(valid_as_known(as_of, known_at), project=project)
+    facts = TemporalFact.objects.filter(fact_visible(as_of, known_at), project=project)
     if entity is not None:
         # Its own facts, and those of the subjects pointing at it under the same predicates:
         # among them the rivals that decide which singular fact wins (a superset, read through
@@ -92,9 +93,6 @@ def facts_visible_at(
     visible: list[VisibleFact] = []
     winners: dict[tuple[str, str], tuple[datetime, datetime, str]] = {}
     for row in rows:
-        known_closed = closure_known(row["closed_at"], known_at)
-        if known_closed and row["valid_until"] is not None and row["valid_until"] <= as_of:
-            continue
         visible.append(_visible_as_known(row, project.slug, known_at))
         if row["singular"]:
             key = (row["subject__slug"], row["predicate"])
@@ -137,38 +135,3 @@ def graph_as_of(*, project: Project, params: TimeTravelInput) -> TimeTravelResul
         facts=facts_held(project, facts),
         next_offset=end if len(ids) > end else None,
     )
-
-
-class FactsAsKnown(Mapping[str, FactOut]):
-    """The facts valid at ``as_of`` as known at ``known_at``, keyed ``fact:<id>``: which
-    ones is decided over the project's timeline in memory, and each fact's output (its form as
-    then known, hash included) is read from the database the first time it is asked for, so a
-    caller that shows a few of them reads a few rows."""
-
-    def __init__(self, project: Project, as_of: datetime, known_at: datetime) -> None:
-        ids, self.snapshot_hash = snapshot_of(project, as_of, known_at)
-        self._ids = {f"fact:{fact_id}": fact_id for fact_id in ids}
-        self._project_slug, self._known_at = project.slug, known_at
-        self._read: dict[str, FactOut] = {}
-
-    def __getitem__(self, key: str) -> FactOut:
-        if key not in self._read:
-            rows = TemporalFact.objects.filter(pk=self._ids[key])  # KeyError: not visible
-            for row in rows_read(rows, FACT_VALUE_FIELDS, FACT_TIMES):
-                self._read[key] = _visible_as_known(row, self._project_slug, self._known_at).fact
-        return self._read[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._ids
-
-
-def facts_as_known(*, project: Project, as_of: datetime, known_at: datetime) -> FactsAsKnown:
-    """The facts valid at ``as_of`` as known at ``known_at`` (``facts_visible_at``'s answer)
-    as a mapping from ``fact:<id>`` to each one's output, read when first asked for."""
-    return FactsAsKnown(project, as_of, known_at)

@@ -11,13 +11,14 @@ import operator
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from graph_app.domain.visibility import fact_visible, posix_seconds
 from graph_app.record_canonical import fact_canonical_of
-from memoryproject.domain.hashing import canonical_json, leaf_hash
+from memoryproject.domain.canonical import canonical_json
+from memoryproject.domain.hashing import leaf_hash
 
 
 class FactLine(NamedTuple):
@@ -34,10 +35,6 @@ class FactLine(NamedTuple):
     closed_at: float
     leaf_hash: bytes  # its form now
     open_leaf_hash: bytes | None  # its form before its closure was known (closed facts)
-
-
-def posix_seconds(value: datetime | None, absent: float) -> float:
-    return absent if value is None else value.timestamp()
 
 
 def fact_line(row: Mapping[str, Any], project_slug: str) -> FactLine:
@@ -110,10 +107,17 @@ class TimelineColumns:
 
     def visible(self, at: float, known: float) -> np.ndarray:
         """The rows of the facts valid at ``at`` as known at ``known``, in order: the rules of
-        ``facts_visible_at`` (the same filter, then the latest-starting singular fact of each
+        ``facts_visible_at`` (the visibility rule, then the latest-starting singular fact of each
         subject and predicate wins: by valid_from, recorded_at, then id, i.e. row)."""
-        ended = (self.valid_until <= at) & ~(self.closed_at > known)
-        rows = np.flatnonzero((self.recorded_at <= known) & (self.valid_from <= at) & ~ended)
+        visible = fact_visible(
+            self.valid_from,
+            self.valid_until,
+            self.recorded_at,
+            self.closed_at,
+            as_of=at,
+            known_at=known,
+        )
+        rows = np.flatnonzero(visible)
         singular = rows[self.singular[rows]]
         if len(singular):
             keys = (singular, self.recorded_at[singular], self.valid_from[singular])

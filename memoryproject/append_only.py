@@ -87,8 +87,11 @@ class AppendOnlyQuerySet(models.QuerySet[Any]):
         return super().bulk_update(objs, fields, batch_size=batch_size)
 
 
+AppendOnlyManager = models.Manager.from_queryset(AppendOnlyQuerySet)
+
+
 class AppendOnlyModel(models.Model):
-    objects = AppendOnlyQuerySet.as_manager()
+    objects = AppendOnlyManager()
 
     class Meta:
         abstract = True

@@ -1,4 +1,5 @@
-"""Turns DATABASE_URL into Django's DATABASES entry.
+"""Turns DATABASE_URL into Django's DATABASES entry (parsed by django-environ, which also reads
+every other setting).
 
 SQLite is the embedded default. Left to Django's defaults it answers "database is locked" to
 concurrent writers; IMMEDIATE transactions, WAL and a busy timeout cure that.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
+import environ
 
 SQLITE_OPTIONS: dict[str, Any] = {
     "transaction_mode": "IMMEDIATE",
@@ -30,15 +31,24 @@ def default_sqlite_url(base_dir: Path) -> str:
     return f"sqlite:///{base_dir / 'data' / 'memoryproject.sqlite3'}"
 
 
+def database_url_parse(url: str) -> dict[str, Any]:
+    """A database URL (``sqlite:///path``, ``postgres://user:pw@host:port/name?option=...``) as
+    Django's database settings: ENGINE, NAME, USER, PASSWORD, HOST, PORT and OPTIONS. An
+    unknown scheme is a ValueError."""
+    scheme = url.split("://", 1)[0]
+    if scheme not in environ.Env.DB_SCHEMES:
+        raise ValueError(f"database URL: scheme '{scheme}://' is unknown")
+    return dict(environ.Env.db_url_config(url))
+
+
 def database_config(url: str | None, *, base_dir: Path, conn_max_age: int = 0) -> dict[str, Any]:
     """The DATABASES['default'] entry for ``url`` (None or empty: the SQLite file in data/).
 
     ``conn_max_age`` seconds a request's connection is kept for the next one (0: closed after
     each request); a kept connection is checked before reuse, so a dropped one is replaced."""
     url = (url or "").strip() or default_sqlite_url(base_dir)
-    config: dict[str, Any] = dict(
-        dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=conn_max_age > 0)
-    )
+    config = database_url_parse(url)
+    config.update(CONN_MAX_AGE=conn_max_age, CONN_HEALTH_CHECKS=conn_max_age > 0)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         name = str(config.get("NAME") or "")
         if name and name != ":memory:":

@@ -75,11 +75,6 @@ class LocalIdentity:
 Identity = ProjectAPIKey | LocalIdentity
 
 
-def identity_label(identity: Identity | None, fallback: str = "") -> str:
-    """How receipts name the authenticated identity."""
-    return identity.label if identity is not None else fallback
-
-
 def _project_columns(alias: str) -> str:
     return ", ".join(f"{alias}." + sql.column(Project, f) for f in sql.field_names(Project))
 

@@ -1,13 +1,25 @@
 """Statements for the calls made on every request, without the ORM building each query anew.
 
-Building a query with the ORM costs several times running it: on SQLite a ``filter().first()``
-takes about ten times what the same statement takes through a cursor, and a ``save()`` several
-times its INSERT. ``/v1/plan`` runs a dozen statements (the key check, the traces, the receipt
-and its chain head), so that cost decided its throughput. Here the SQL is built once per model
-from the models' own metadata (table and column names, each field's conversion to a database
-value), so it follows the models, and runs on SQLite and PostgreSQL alike; reads that answer
-model instances go through ``Manager.raw``, which applies the fields' conversions from the
-database. What is not on a hot path keeps using the ORM.
+Building a query with the ORM costs several times running it. Measured on the same rows (one
+row by key or a few by index, median of 5 x 3,000 calls, Python 3.11, 2 shared cores), a
+statement made once here against the ORM's ``filter().first()``, ``values_list()`` or
+``exists()``: on SQLite 26-100 us against 365-560 us (the graph head 35 against 489, an entity
+by id 100 against 563, the approved-review probe 28 against 429, the open findings 38 against
+391); on PostgreSQL 115-230 us against 550-1,220 us. ``/v1/plan`` runs a dozen statements (the
+key check, the traces, the receipt and its chain head), ``/v1/compile`` and every graph write a
+handful, so that cost decided their throughput.
+
+Here the SQL is built once per model from the models' own metadata (table and column names,
+each field's conversion to a database value), so it follows the models, and runs on SQLite and
+PostgreSQL alike; reads that answer model instances go through ``Manager.raw``, which applies
+the fields' conversions from the database. The statements themselves stay beside their callers,
+each on one of those paths: the API key and its projects (``memoryproject.projects``), the
+plan's traces (``sessions_app.selectors``), the injection log's head and texts
+(``audit_app.injection_log``), the approved-review probe (``audit_app.reviews``), the open
+findings read by every compile (``audit_app.finding_selectors``), the graph head
+(``graph_app.graph_head``), an entity and its facts and episodes (``graph_app.entity_reads``),
+entity ids and fact closure on every write (``graph_app.entity_writes``,
+``graph_app.fact_writes``). What is not on a hot path uses the ORM.
 """
 
 from __future__ import annotations
@@ -218,15 +230,6 @@ def insert(instance: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
             setattr(instance, pk.attname, value)
     instance._state.adding = False
     instance._state.db = using
-
-
-def insert_many(instances: Sequence[models.Model], using: str = DEFAULT_DB_ALIAS) -> None:
-    """INSERTs new instances of one model in one statement (primary keys are not read back)."""
-    if not instances:
-        return
-    model = type(instances[0])
-    rows = [_values(instance, using) for instance in instances]
-    insert_rows(model, _insert_names(model), rows, using)
 
 
 @lru_cache(maxsize=256)

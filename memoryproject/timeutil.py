@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memoryproject.errors import ApplicationError
-
 
 class TimestampError(ValueError):
     """A timestamp input that breaks the rule; its text is the rule, without the field."""
@@ -37,18 +35,6 @@ def to_utc(value: object) -> datetime:
         return parsed.astimezone(UTC)
     except OverflowError:
         raise TimestampError(f"'{value}' is outside the range of representable times") from None
-
-
-def parse_aware_datetime(value: object, *, field: str, required: bool = False) -> datetime | None:
-    """``value`` (str or datetime) as an aware UTC datetime; None stays None unless required."""
-    if value is None or value == "":
-        if required:
-            raise ApplicationError(f"{field}: is required (ISO-8601 with a timezone)", field=field)
-        return None
-    try:
-        return to_utc(value)
-    except TimestampError as exc:
-        raise ApplicationError(f"{field}: {exc}", field=field) from None
 
 
 def iso(value: datetime | None) -> str | None:

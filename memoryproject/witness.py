@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -47,6 +46,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from django.conf import settings
 
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.witness_stores import DatabaseStore, DirectoryStore, private_dir
@@ -66,7 +66,7 @@ def graph_stream(project_pk: int) -> str:
 
 
 def _canonical(body: Mapping[str, Any]) -> bytes:
-    return rfc8785.dumps(dict(body))
+    return canonical_json(dict(body))
 
 
 def _b64(raw: bytes) -> str:
@@ -240,7 +240,9 @@ class Witness:
             )
         signature = self.signer.sign(_canonical(body))
         signed = {"body": dict(body), "sig": _b64(signature), "key": self.key_id}
-        return json.dumps(signed, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        # An entry is named by the SHA-256 of its line as stored, so lines written before
+        # entries were canonical JSON (ASCII-escaped by the json module) still verify.
+        return canonical_json(signed)
 
     def append(self, kind: str, details: Mapping[str, Any]) -> Entry:
         """Appends one signed entry (durable before it answers)."""

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
+from memoryproject.dbconfig import database_url_parse
 
 ENTRIES = "entries.jsonl"
 HEADS = "heads"
@@ -153,7 +153,7 @@ class DatabaseStore:
     """The witness in a second database (PostgreSQL or SQLite), shared by several nodes."""
 
     def __init__(self, url: str) -> None:
-        config = dj_database_url.parse(url)
+        config = database_url_parse(url)
         self.vendor = "sqlite" if config["ENGINE"].endswith("sqlite3") else "postgresql"
         if self.vendor == "postgresql" and not config["ENGINE"].endswith("postgresql"):
             raise ValueError(f"WITNESS_DATABASE_URL: {config['ENGINE']} is not supported")

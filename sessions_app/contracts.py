@@ -10,7 +10,6 @@ import json
 import uuid
 from typing import Annotated, Any, Literal
 
-import rfc8785
 from pydantic import AfterValidator, ConfigDict, Field, computed_field, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -25,6 +24,7 @@ from memoryproject.contracts import (
     has_nul,
     rule_error,
 )
+from memoryproject.domain.canonical import CanonicalizationError, canonical_json
 from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.screening import (
     QUARANTINED_DESCRIPTION,
@@ -72,8 +72,8 @@ def _canonical_problem(value: Any) -> str | None:
     """Why ``value`` has no canonical JSON (RFC 8785, what a trace's hash reads): an integer
     beyond JSON's safe range, NaN or the like; None when it has one."""
     try:
-        rfc8785.dumps(value)
-    except (rfc8785.CanonicalizationError, TypeError) as exc:
+        canonical_json(value)
+    except (CanonicalizationError, TypeError) as exc:
         return f"must be plain JSON ({exc})"
     return None
 

@@ -25,9 +25,7 @@ from functools import cached_property
 from itertools import groupby
 from typing import Any
 
-import rfc8785
-
-from memoryproject.domain.hashing import canonical_json
+from memoryproject.domain.canonical import CanonicalizationError, canonical_json
 
 EMPTY_TEXT_SHA256 = hashlib.sha256(b"").hexdigest()
 RECORD_FORMAT = 2
@@ -94,7 +92,7 @@ class Link:
     def self_consistent(self) -> bool:
         try:
             return record_hash(self.payload) == self.record_hash
-        except (rfc8785.CanonicalizationError, KeyError, TypeError, ValueError):
+        except (CanonicalizationError, KeyError, TypeError, ValueError):
             return False  # a stored value no JSON canonical form takes: altered
 
 
@@ -166,7 +164,7 @@ def _inserted_before(link: Link, walk: Walk) -> Break | None:
     try:
         if record_hash({**link.payload, "seq": link.seq - 1}) != link.record_hash:
             return None
-    except (rfc8785.CanonicalizationError, KeyError, TypeError, ValueError):
+    except (CanonicalizationError, KeyError, TypeError, ValueError):
         return None
     walk.checked -= 1
     return Break(

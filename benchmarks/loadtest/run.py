@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
 from tqdm import tqdm
 
 from benchmarks.loadtest.server import AppServer, free_port
@@ -25,6 +24,7 @@ from benchmarks.loadtest.target import (
 from benchmarks.loadtest.verify import Verification, verify_all
 from benchmarks.loadtest.workload import DEFAULT_MIX, REQUESTS, EndpointStats, Workload
 from benchmarks.stats import percentile
+from memoryproject.dbconfig import database_url_parse
 
 
 @dataclass
@@ -223,7 +223,7 @@ def loadtest_run(options: LoadOptions) -> LoadReport:
             "mix": options.mix,
             "subjects": options.subjects,
         },
-        database=f"{target.vendor} {Path(str(dj_database_url.parse(url)['NAME'])).name}",
+        database=f"{target.vendor} {Path(str(database_url_parse(url)['NAME'])).name}",
         elapsed_s=workload.elapsed,
         endpoints={name: endpoint_row(s) for name, s in sorted(workload.stats.endpoints.items())},
         by_server={str(port): n for port, n in sorted(workload.stats.by_port.items())},

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import dj_database_url
+from memoryproject.dbconfig import database_url_parse
 
 REPO = Path(__file__).resolve().parents[2]
 NAME_PREFIX = "memory_load"
@@ -44,7 +44,7 @@ class Target:
 
 
 def database_vendor(url: str) -> str:
-    engine = str(dj_database_url.parse(url)["ENGINE"])
+    engine = str(database_url_parse(url)["ENGINE"])
     if "postgresql" in engine:
         return "postgresql"
     if "sqlite" in engine:
@@ -68,7 +68,7 @@ def url_normalized(url: str) -> str:
     """A SQLite URL with a relative path made absolute (servers run from the repository)."""
     if database_vendor(url) != "sqlite":
         return url
-    name = str(dj_database_url.parse(url)["NAME"] or "")
+    name = str(database_url_parse(url)["NAME"] or "")
     if not name or name == ":memory:":
         raise LoadTestError("database url: a SQLite load test needs a file")
     return f"sqlite:///{Path(name).resolve()}"
@@ -80,7 +80,7 @@ def _with_database(url: str, name: str) -> str:
 
 
 def _database_name(url: str) -> str:
-    name = str(dj_database_url.parse(url)["NAME"] or "")
+    name = str(database_url_parse(url)["NAME"] or "")
     stem = Path(name).stem if database_vendor(url) == "sqlite" else name
     if not stem.startswith(NAME_PREFIX):
         raise LoadTestError(

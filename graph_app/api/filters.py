@@ -12,8 +12,8 @@ import django_filters
 from django.db.models import Q, QuerySet
 from pydantic_core import PydanticCustomError
 
-from graph_app.fact_validity import valid_at, valid_now
 from graph_app.models import EpisodeCategory
+from graph_app.visibility import fact_visible, fact_visible_now
 from memoryproject.contracts import aware_datetime, parse_bool
 from memoryproject.errors import validation_error
 
@@ -46,11 +46,11 @@ class FactFilter(django_filters.FilterSet):
 
     def filter_active(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         if _parameter("active", parse_bool, value):
-            return queryset.filter(valid_now())
-        return queryset.exclude(valid_now())
+            return queryset.filter(fact_visible_now())
+        return queryset.exclude(fact_visible_now())
 
     def filter_valid_at(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(valid_at(_instant("valid_at", value)))
+        return queryset.filter(fact_visible(_instant("valid_at", value)))
 
 
 class EpisodeFilter(django_filters.FilterSet):

@@ -20,6 +20,7 @@ from graph_app.domain.drawing import Bar, GraphDrawing, TimeScale, radial_layout
 from graph_app.entity_reads import entity_neighbourhood
 from graph_app.models import Entity, Episode, TemporalFact
 from graph_app.time_travel import facts_visible_at
+from graph_app.visibility import episode_visible
 from memoryproject.errors import NotFoundError
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
@@ -124,10 +125,7 @@ def entity_episodes_query(
         "source_episode_id"
     )
     episodes = Episode.objects.filter(Q(id__in=mentions) | Q(id__in=sources))
-    if as_of is not None:
-        episodes = episodes.filter(occurred_at__lte=as_of)
-    if known_at is not None:
-        episodes = episodes.filter(recorded_at__lte=known_at)
+    episodes = episodes.filter(episode_visible(as_of, known_at))
     return episodes.order_by("-occurred_at", "id")
 
 

@@ -19,7 +19,7 @@ from memoryproject.contracts import (
     parse_bool,
     rule_error,
 )
-from memoryproject.domain.hashing import canonical_json
+from memoryproject.domain.canonical import canonical_json
 
 ENTITY_ID_MAX = 128
 ENTITY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+#-]*$")

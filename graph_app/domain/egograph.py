@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graph_app.domain.visibility import valid_at
+
 
 @dataclass(frozen=True)
 class Edge:
@@ -139,7 +141,7 @@ class EdgeArrays:
             if not len(frontier):
                 break
             edges = self._touching(frontier)
-            edges = edges[(self.since[edges] <= at) & (at < self.until[edges])]
+            edges = edges[valid_at(self.since[edges], self.until[edges], at)]
             seen[edges] = True
             ends = np.concatenate([self.source[edges], self.target[edges]])
             hops[ends[hops[ends] < 0]] = hop

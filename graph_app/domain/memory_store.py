@@ -15,6 +15,7 @@ import numpy as np
 
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.memory_doc import INF, MemoryDoc
+from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
 
 # Each visibility column's value for a slot that holds no document.
 VISIBILITY_FILL = {
@@ -194,32 +195,37 @@ class MemoryStore:
                 open_now = a["until"] == INF
                 stale = fact & ~open_now
             else:
-                open_now = (a["start"] <= visibility.now) & (a["until"] > visibility.now)
+                open_now = valid_at(a["start"], a["until"], visibility.now)
                 stale = fact & (a["until"] <= visibility.now)
             if visibility.include_superseded:
                 return a["present"].copy(), np.zeros_like(stale)
             return episode | (fact & open_now), stale
         known = INF if visibility.known_at is None else visibility.known_at
         recorded = a["recorded"] <= known
-        # A closure learned after ``known_at`` was not known then: the fact was still open.
-        until = np.where(a["closed"] <= known, a["until"], INF)
         if visibility.as_of is None:
-            fact_visible = fact & recorded & (until == INF)
-            stale = fact & recorded & (until != INF)
-            episode_visible = episode & recorded
+            # Still open as known then: a closure learned after ``known_at`` had not happened.
+            open_then = (a["until"] == INF) | (a["closed"] > known)
+            facts_seen = fact & recorded & open_then
+            stale = fact & recorded & ~open_then
+            episodes_seen = episode & recorded
         else:
             at = visibility.as_of
             if visibility.fact_keys is None:
-                fact_visible = fact & recorded & (a["start"] <= at) & (until > at)
+                facts_seen = fact & fact_visible(
+                    a["start"], a["until"], a["recorded"], a["closed"], as_of=at, known_at=known
+                )
             else:
                 chosen = np.zeros_like(fact)
                 for key in visibility.fact_keys:
                     slot = self.bm25.slot(key)
                     if slot is not None:
                         chosen[slot] = True
-                fact_visible = fact & recorded & chosen
-            stale = fact & recorded & (a["start"] <= at) & ~fact_visible
-            episode_visible = episode & recorded & (a["start"] <= at)
+                facts_seen = fact & recorded & chosen
+            stale = fact & recorded & (a["start"] <= at) & ~facts_seen
+            # (an episode's start column holds when it occurred)
+            episodes_seen = episode & episode_visible(
+                a["start"], a["recorded"], as_of=at, known_at=known
+            )
         if visibility.include_superseded:
-            return (fact & recorded) | episode_visible, np.zeros_like(stale)
-        return fact_visible | episode_visible, stale
+            return (fact & recorded) | episodes_seen, np.zeros_like(stale)
+        return facts_seen | episodes_seen, stale

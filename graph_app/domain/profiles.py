@@ -99,7 +99,6 @@ DIALOGUE = Profile(
     preview_tokens=6,
 )
 PROFILES: dict[str, Profile] = {p.name: p for p in (CODE, DIALOGUE)}
-DEFAULT_PROFILE = CODE.name
 
 
 def salience(kind: str) -> float:

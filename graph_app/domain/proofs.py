@@ -20,8 +20,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.domain.hash_chain import checkpoint_mac, checkpoint_mac_matches
-from memoryproject.domain.hashing import canonical_json, leaf_hash, node_hash
+from memoryproject.domain.hashing import leaf_hash, node_hash
 
 #: The schema a bundle declares; a verifier refuses any other.
 BUNDLE_FORMAT = "memory-citation-bundle/1"

@@ -16,8 +16,9 @@ from datetime import datetime
 from json.encoder import encode_basestring
 from typing import Any
 
-from memoryproject.domain.hashing import canonical_json, number_json, sha256_hex
+from memoryproject.domain.canonical import canonical_json, number_json
 from memoryproject.domain.hashing import record_sha256 as record_sha256_of
+from memoryproject.domain.hashing import sha256_hex
 from memoryproject.domain.instants import UtcText, iso_utc, utc_text
 
 

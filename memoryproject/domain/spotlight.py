@@ -20,7 +20,7 @@ Python: no Django import.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memoryproject.domain.screening import Flag
@@ -101,8 +101,3 @@ def reasons_sentence(items: Iterable[Quarantined]) -> str:
     return "Quarantined by screening, never delivered until a reviewer releases it: " + (
         ", ".join(parts) + "."
     )
-
-
-def labelled(fields: Mapping[str, str]) -> list[str]:
-    """``label: «value»`` lines for the non-empty fields, in order."""
-    return [f"{label}: {data(value)}" for label, value in fields.items() if value]

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.models import InjectionLogHead, InjectionRecord
 from graph_app.fact_writes import fact_upsert
-from graph_app.graph_head import graph_chain_head
+from graph_app.graph_head import graph_head
 from memoryproject.models import Project
 from memoryproject.services import api_key_create, project_create
 from tests.audit_app import log_tampering as tamper
@@ -57,7 +57,7 @@ def _secrets_of_others() -> list[str]:
     beta = Project.objects.get(slug=BETA)
     hashes = InjectionRecord.objects.filter(project=beta).values_list("record_hash", flat=True)
     head = InjectionLogHead.objects.get()
-    return [BETA, *hashes, head.last_hash, graph_chain_head(beta)[1]]
+    return [BETA, *hashes, head.last_hash, graph_head(beta).head_hash]
 
 
 def _stable(body: Any) -> Any:

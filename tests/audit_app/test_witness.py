@@ -17,6 +17,7 @@ from audit_app.injection_log import delivered_text_erase
 from audit_app.models import AuditMaintenanceGrant, audit_maintenance
 from audit_app.retention import audit_log_purge
 from audit_app.selectors import injection_log_verify
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.errors import ApplicationError
 from memoryproject.witness import LOG_STREAM, public_key_pem, witness
 from tests.audit_app import log_tampering as tamper
@@ -178,3 +179,21 @@ def test_without_a_witness_the_log_is_unanchored_not_green(default_project, sett
     assert result.witness.state == "unanchored"
     code, out, _ = run("injection_log_verify")
     assert code == 1 and "unanchored" in out.lower()
+
+
+def test_entries_are_canonical_json_and_lines_written_escaped_still_verify(settings):
+    """An entry is named by the SHA-256 of its line as stored: a line written with the json
+    module's ASCII escapes (as entries once were) verifies and chains on."""
+    found = witness()
+    found.append("note", {"label": "café ✓"})
+    path = Path(settings.WITNESS_DIR) / "entries.jsonl"
+    line = path.read_bytes().splitlines()[-1]
+    assert line == canonical_json(json.loads(line))
+    escaped = json.dumps(json.loads(line), sort_keys=True, separators=(",", ":")).encode()
+    assert escaped != line and b"\\u00e9" in escaped
+    path.write_bytes(path.read_bytes().replace(line, escaped))
+    found._parsed = None  # another process reading the store afresh
+    found.append("note", {"label": "after"})
+    read = witness().read()
+    assert read.problems == []
+    assert [e.body.get("label") for e in read.entries][-2:] == ["café ✓", "after"]

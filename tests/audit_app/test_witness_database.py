@@ -19,6 +19,13 @@ from graph_app.fact_writes import fact_upsert
 from memoryproject.witness import LOG_STREAM, graph_stream, witness
 from tests.audit_app import log_tampering as tamper
 
+
+def _log_head(project) -> tuple[int, str]:
+    """The graph head's change log size and last hash."""
+    head = graph_head.graph_head(project)
+    return head.changes, head.head_hash
+
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -73,7 +80,7 @@ def test_heads_and_checkpoints_land_in_the_second_database(default_project, witn
     fact_upsert(project=default_project, subject_id="auth", predicate="owner", object_value="team")
     audit_checkpoint_create()
     heads = dict(rows(witness_database, "SELECT stream, seq FROM memoryproject_witness_head"))
-    size, _ = graph_head.graph_chain_head(default_project)
+    size, _ = _log_head(default_project)
     assert heads[LOG_STREAM] == 3 and heads[graph_stream(default_project.pk)] == size > 0
     (line,) = rows(witness_database, "SELECT line FROM memoryproject_witness_entry")
     assert json.loads(line[0])["body"]["kind"] == "checkpoint"

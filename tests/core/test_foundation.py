@@ -39,6 +39,17 @@ def test_database_url_postgres_is_parsed(tmp_path):
     assert "transaction_mode" not in config.get("OPTIONS", {})
 
 
+def test_database_url_options_kept_connections_and_unknown_schemes(tmp_path):
+    url = "postgresql://mem@db.example/memory?sslmode=require&connect_timeout=5"
+    config = database_config(url, base_dir=tmp_path, conn_max_age=60)
+    assert config["OPTIONS"] == {"sslmode": "require", "connect_timeout": 5}
+    assert (config["CONN_MAX_AGE"], config["CONN_HEALTH_CHECKS"]) == (60, True)
+    closed = database_config(None, base_dir=tmp_path)
+    assert (closed["CONN_MAX_AGE"], closed["CONN_HEALTH_CHECKS"]) == (0, False)
+    with pytest.raises(ValueError, match="unknown"):
+        database_config("nosuchdb://x/y", base_dir=tmp_path)
+
+
 def _manage(*args: str, **env_overrides: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
     env["DJANGO_SETTINGS_MODULE"] = "memoryproject.settings"

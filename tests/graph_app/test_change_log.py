@@ -27,6 +27,13 @@ from memoryproject.errors import ApplicationError, NotFoundError
 from memoryproject.models import Project
 from tests.conftest import on_postgres
 
+
+def _log_head(project) -> tuple[int, str]:
+    """The graph head's change log size and last hash."""
+    head = graph_head.graph_head(project)
+    return head.changes, head.head_hash
+
+
 pytestmark = pytest.mark.django_db
 
 
@@ -131,7 +138,7 @@ def test_every_write_appends_one_chained_entry_per_record_it_touched(graph):
     assert chain[0].prev_hash == GENESIS_HASH
     assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(chain))
     assert all(rehash(e, graph.project) == e.hash for e in chain)
-    assert graph_head.graph_chain_head(graph.project) == (len(chain), chain[-1].hash)
+    assert _log_head(graph.project) == (len(chain), chain[-1].hash)
     head = GraphRevision.objects.get(project=graph.project)
     assert (head.changes, head.head_hash) == (len(chain), chain[-1].hash)
     report = verify(graph)
@@ -141,7 +148,7 @@ def test_every_write_appends_one_chained_entry_per_record_it_touched(graph):
 
 
 def test_writes_that_change_nothing_append_nothing(graph):
-    size = graph_head.graph_chain_head(graph.project)[0]
+    size = graph_head.graph_head(graph.project).changes
     again = fact_upsert(
         project=graph.project,
         subject_id="auth_service",
@@ -150,7 +157,7 @@ def test_writes_that_change_nothing_append_nothing(graph):
     )
     assert again["outcome"] == "unchanged"
     entity_upsert(project=graph.project, entity_id="auth_service", name="Auth")
-    assert graph_head.graph_chain_head(graph.project)[0] == size
+    assert graph_head.graph_head(graph.project).changes == size
 
 
 def test_retraction_cancellation_and_supersession_are_sealed(graph):
@@ -217,7 +224,7 @@ def test_postgres_refuses_truncate_of_the_log(graph):
 def test_deleting_a_project_keeps_the_record_of_its_graph(default_project):
     scratch = Project.objects.create(slug="scratch", name="scratch")
     fact_upsert(project=scratch, subject_id="a", predicate="p", object_value="v")
-    size = graph_head.graph_chain_head(scratch)[0]
+    size = graph_head.graph_head(scratch).changes
     pk = scratch.pk
     scratch.delete()
     assert GraphChange.objects.filter(project_id=pk).count() == size
@@ -479,7 +486,7 @@ def _rechain_from(project: Project, start: int) -> None:
 
 
 def test_a_full_rechain_passes_the_head_but_not_a_checkpoint(graph):
-    size, head = graph_head.graph_chain_head(graph.project)
+    size, head = _log_head(graph.project)
     table = TemporalFact._meta.db_table
     sql(f"UPDATE {table} SET object_value = %s WHERE id = %s", ["JWT_NONE", graph.paseto])
     sql(f"UPDATE {table} SET sha256 = %s WHERE id = %s", [fact_sha(graph.paseto), graph.paseto])
@@ -498,7 +505,7 @@ def test_a_full_rechain_passes_the_head_but_not_a_checkpoint(graph):
 
 
 def test_wiping_the_graph_and_resetting_the_head_fails_against_a_checkpoint(graph):
-    size, head = graph_head.graph_chain_head(graph.project)
+    size, head = _log_head(graph.project)
     p = graph.project
     TemporalFact.objects.filter(project=p).update(superseded_by=None)
     TemporalFact.objects.filter(project=p).delete()
@@ -516,7 +523,7 @@ def test_wiping_the_graph_and_resetting_the_head_fails_against_a_checkpoint(grap
 
 
 def test_a_checkpoint_stays_consistent_as_the_graph_grows(graph):
-    size, head = graph_head.graph_chain_head(graph.project)
+    size, head = _log_head(graph.project)
     fact_retract(project=graph.project, fact_id=graph.edge)
     report = verify(graph, checkpoint_size=size, checkpoint_head=head.upper())
     assert report["verified"] is True
@@ -531,7 +538,7 @@ def test_a_checkpoint_needs_both_its_size_and_its_head(graph):
 
 
 def test_rest_verifies_against_a_checkpoint_given_in_the_query(graph, api):
-    size, head = graph_head.graph_chain_head(graph.project)
+    size, head = _log_head(graph.project)
     query = {"checkpoint_size": size, "checkpoint_head": head}
     body = api.get("/v1/graph/integrity", query).json()
     assert body["verified"] is True and body["checkpoint"]["consistent"] is True

@@ -73,6 +73,6 @@ def test_eight_concurrent_upserts_leave_one_active_fact_and_a_linear_chain():
     for fid, nxt in successors.items():
         if nxt:
             assert facts[fid].valid_until == facts[nxt].valid_from
-    assert graph_head.graph_revision_current(project=project) == WRITERS
+    assert graph_head.graph_head(project).revision == WRITERS
     assert integrity.integrity_verify(project=project)["verified"] is True
     connection.close()

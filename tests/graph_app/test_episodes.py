@@ -75,7 +75,7 @@ def test_bad_episode_input_names_the_field_and_writes_nothing(default_project, k
         record(default_project, **kwargs)
     assert info.value.field == field
     assert not Episode.objects.exists()
-    assert graph_head.graph_revision_current(project=default_project) == 0
+    assert graph_head.graph_head(default_project).revision == 0
 
 
 def test_fact_can_cite_its_source_episode(default_project):

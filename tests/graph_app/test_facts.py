@@ -45,12 +45,12 @@ def test_new_value_closes_active_fact_and_lists_it(default_project):
 
 def test_reasserting_the_active_fact_writes_nothing(default_project):
     first = upsert(default_project, "JWT_HS256", JAN)
-    revision = graph_head.graph_revision_current(project=default_project)
+    revision = graph_head.graph_head(default_project).revision
     again = upsert(default_project, "JWT_HS256")
     assert again["outcome"] == "unchanged" and not again["created"]
     assert again["fact"]["id"] == first["fact"]["id"]
     assert TemporalFact.objects.count() == 1
-    assert graph_head.graph_revision_current(project=default_project) == revision
+    assert graph_head.graph_head(default_project).revision == revision
 
 
 def test_backdated_fact_is_history_and_does_not_replace_active(default_project):
@@ -147,7 +147,7 @@ def test_bad_input_names_the_field_and_writes_nothing(default_project, kwargs, f
     assert field in info.value.message
     assert not TemporalFact.objects.exists()
     assert not Entity.objects.exists()
-    assert graph_head.graph_revision_current(project=default_project) == 0
+    assert graph_head.graph_head(default_project).revision == 0
 
 
 def test_every_write_bumps_revision_and_stamps_changed_rows(default_project):
@@ -174,7 +174,7 @@ def test_projects_are_separate_graphs(default_project):
     upsert(default_project, "JWT_HS256", JAN)
     result = upsert(other, "PASETO_v4_public", APR)
     assert result["superseded"] == []  # the other project's fact is not this one's history
-    assert graph_head.graph_revision_current(project=other) == 1
+    assert graph_head.graph_head(other).revision == 1
 
 
 def test_history_links_cannot_be_deleted_alone_but_a_project_can(default_project):

@@ -73,13 +73,13 @@ def test_the_future_fact_is_what_compiles_as_of_its_time(default_project, schedu
 
 def test_the_switch_happens_when_the_time_comes_with_no_write(default_project, scheduled):
     assert compiled_engines(default_project) == {"postgres"}
-    revision = graph_head.graph_revision_current(project=default_project)
+    revision = graph_head.graph_head(default_project).revision
     with time_machine.travel(datetime(2030, 6, 1, tzinfo=UTC)):
         assert compiled_engines(default_project) == {"cockroach"}
         view = entity_reads.entity_query(project=default_project, entity_id="db")
         assert [f["object_value"] for f in view["facts"]] == ["cockroach"]
         assert [f["object_value"] for f in view["history"]] == ["postgres"]
-    assert graph_head.graph_revision_current(project=default_project) == revision
+    assert graph_head.graph_head(default_project).revision == revision
 
 
 def test_retracting_the_future_fact_later_leaves_postgres_current(default_project, scheduled):

@@ -22,6 +22,13 @@ from memoryproject.domain.hashing import merkle_root
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 
+
+def _log_head(project) -> tuple[int, str]:
+    """The graph head's change log size and last hash."""
+    head = graph_head.graph_head(project)
+    return head.changes, head.head_hash
+
+
 pytestmark = pytest.mark.django_db
 
 FACTS = TemporalFact._meta.db_table
@@ -212,7 +219,7 @@ def _verify_since(project, size, head):
 
 def test_verifying_since_a_checkpoint_reads_only_the_log_after_it(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
@@ -231,7 +238,7 @@ def test_verifying_since_a_checkpoint_reads_only_the_log_after_it(default_projec
 
 def test_a_record_changed_since_the_checkpoint_is_named(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     new = fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )["fact"]["id"]
@@ -243,7 +250,7 @@ def test_a_record_changed_since_the_checkpoint_is_named(default_project):
 
 def test_an_entry_after_the_checkpoint_edited_or_a_moved_checkpoint_is_named(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     fact_upsert(
         project=default_project, subject_id="auth", predicate="owner", object_value="platform"
     )
@@ -277,7 +284,7 @@ def _plans(queries) -> list[str]:
 @pytest.mark.skipif("connection.vendor != 'sqlite'")
 def test_the_reads_go_through_their_indexes(default_project):
     _history(default_project)
-    size, head = graph_head.graph_chain_head(default_project)
+    size, head = _log_head(default_project)
     as_of = utcnow()
     time_travel.graph_as_of(project=default_project, as_of=as_of, limit=5)
     fact_upsert(
@@ -301,26 +308,3 @@ def test_a_page_past_the_end_or_an_empty_graph_is_empty_not_an_error(default_pro
     _history(default_project)
     past = time_travel.graph_as_of(project=default_project, as_of=utcnow(), offset=500)
     assert past.count > 0 and past.facts == [] and past.next_offset is None
-
-
-def test_facts_as_known_decide_in_memory_and_read_only_what_is_shown(default_project):
-    marks = _history(default_project)
-    as_of, known_at = utcnow(), marks["between"]
-    reference = {
-        f"fact:{f.fact.id}": f.fact.as_json()
-        for f in time_travel.facts_visible_at(
-            project=default_project, as_of=as_of, known_at=known_at
-        )
-    }
-    time_travel.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)  # warm
-    with CaptureQueriesContext(connection) as queries:
-        views = time_travel.facts_as_known(project=default_project, as_of=as_of, known_at=known_at)
-        assert set(views) == set(reference) and len(views) == len(reference)
-    assert len(queries) == 1  # the revision check: no fact row read yet
-    key = sorted(reference)[0]
-    with CaptureQueriesContext(connection) as queries:
-        assert views[key].as_json() == reference[key]
-        assert views.get(key) is views[key]
-    assert len(queries) == 1
-    assert views.get("fact:nope") is None and "fact:nope" not in views
-    assert {k: views[k].as_json() for k in views} == reference

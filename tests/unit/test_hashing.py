@@ -16,8 +16,8 @@ from graph_app.domain.records import (
     fact_leaf,
     sha256_of,
 )
+from memoryproject.domain.canonical import canonical_json
 from memoryproject.domain.hashing import (
-    canonical_json,
     leaf_hash,
     merkle_root,
     merkle_root_reference,

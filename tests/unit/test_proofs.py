@@ -18,7 +18,8 @@ from graph_app.domain.proofs import (
     root_sign,
     verify_inclusion,
 )
-from memoryproject.domain.hashing import canonical_json, merkle_root
+from memoryproject.domain.canonical import canonical_json
+from memoryproject.domain.hashing import merkle_root
 from tests.unit.test_hashing import CT_LEAVES, CT_ROOTS
 
 KEY = "k" * 40
