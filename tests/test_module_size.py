@@ -1,4 +1,4 @@
-"""Every non-test module of the project is at most 600 lines (issue 31): a module holds one
+"""Every non-test module of the project is at most 600 lines: a module holds one
 concept, named for it, and a longer one is split by concept rather than grown."""
 
 from __future__ import annotations
@@ -6,14 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("memoryproject", "sessions_app", "graph_app", "audit_app", "benchmarks")
+PACKAGES = ("memoryproject", "sessions_app", "graph_app", "audit_app", "orchestration", "benchmarks")
 MAX_LINES = 600
 
 #: Modules still over the limit while their split is under way, as paths from the repository
 #: root. The list may only shrink: a module listed here that is no longer over the limit (or
 #: no longer exists) fails the test, so remove it in the change that splits it.
-#: Empty now: graph_app/selectors.py, graph_app/compiler.py and graph_app/domain/retrieval.py,
-#: the last ones over, have been split.
 STILL_OVER: frozenset[str] = frozenset()
 
 

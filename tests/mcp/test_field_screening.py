@@ -1,4 +1,4 @@
-"""Field screening through the real MCP server (issue 29): an episode's and a fact's every
+"""Field screening through the real MCP server: an episode's and a fact's every
 field is stored masked, the tool result names what was masked and flagged, a secret in an
 identifier is a tool error (isError) that writes nothing, and a compile query or a prompt
 argument is masked before its receipt stores it."""

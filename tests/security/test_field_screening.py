@@ -1,4 +1,4 @@
-"""Every field a write stores is screened (issue 29): a secret put in any of them, in any of
+"""Every field a write stores is screened: a secret put in any of them, in any of
 five forms, never shows in clear in the REST answer, a later REST read, the database (read raw)
 or the export; the answer names what was masked and where. A secret in an identifier refuses
 the write (400 naming the field and the rule) and writes nothing. An instruction-like passage

@@ -1,4 +1,4 @@
-"""An import screens its rows with the API's screening function (issue 29): a row holding a
+"""An import screens its rows with the API's screening function: a row holding a
 secret, in any screened column, refuses the whole import naming the line, the column and the
 kind (never the secret), and writes nothing; instruction-like passages are imported, as the
 API keeps them, and listed as warnings."""

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-APPS = ("memoryproject", "sessions_app", "graph_app", "audit_app", "benchmarks")
+APPS = ("memoryproject", "sessions_app", "graph_app", "audit_app", "orchestration", "benchmarks")
 MAX_FUNCTION_LINES = 80
 
 
