@@ -6,7 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("memoryproject", "sessions_app", "graph_app", "audit_app", "orchestration", "benchmarks")
+PACKAGES = (
+    "memoryproject",
+    "sessions_app",
+    "graph_app",
+    "audit_app",
+    "orchestration",
+    "benchmarks",
+)
 MAX_LINES = 600
 
 #: Modules still over the limit while their split is under way, as paths from the repository
