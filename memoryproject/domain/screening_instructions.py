@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memoryproject.domain.screening_needles import Needles
+from memoryproject.domain.screening_needles import Needles, needles_register
 
 #: The longest quote of a flagged passage.
 PASSAGE_MAX = 120
@@ -41,6 +41,9 @@ class InstructionRule:
     markup: bool = False
     #: The language of the rule's words (``en`` rules also read leetspeak and ROT13).
     lang: str = "en"
+
+    def __post_init__(self) -> None:
+        needles_register(needle for group in self.needles for needle in group)
 
     def wanted(self, found: Needles) -> bool:
         """Whether the text holds a needle of every group."""

@@ -462,6 +462,10 @@ def _fold(view: View, *, keep_space: bool) -> View:
     """``view`` with every character outside ASCII folded (``_fold_char``); ASCII is copied as
     it stands, so a text with a few such characters costs little more than an ASCII one."""
     text = view.text
+    # Most texts outside ASCII hold only characters that fold to themselves (dashes, quotes,
+    # accented letters): each distinct one is looked at once, and such a text is left as it is.
+    if all(_kept(char, keep_space) for char in set(text) if char > "\x7f"):
+        return view
     parts: list[str] = []
     origin: list[int] = []
     last = 0
@@ -482,3 +486,9 @@ def _fold(view: View, *, keep_space: bool) -> View:
     parts.append(text[last:])
     origin.extend(range(last, len(text)))
     return _compose(view, "".join(parts), tuple(origin))
+
+
+@lru_cache(maxsize=4096)
+def _kept(char: str, keep_space: bool) -> bool:
+    """Whether ``_fold`` leaves ``char`` as it is."""
+    return (keep_space and char.isspace()) or _fold_char(char) == char

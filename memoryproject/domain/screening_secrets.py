@@ -39,6 +39,7 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from memoryproject.domain.screening_needles import NeedleSet
 from memoryproject.domain.screening_normalize import base64_text, marked, marks, normalised
 
 #: What a masked secret reads as.
@@ -383,23 +384,22 @@ _SECRET_NEEDLES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _has_needle(needles: dict[str, tuple[str, ...]], name: str, lowered: str, narrow: str) -> bool:
-    wanted = needles.get(name)
-    return wanted is None or _holds(lowered, narrow, wanted)
+#: Every needle of the secret rules, looked for in one pass over a text (``NeedleSet``).
+_NEEDLES = NeedleSet()
+_NEEDLES.register(
+    needle
+    for needles in (*(rule.needles for rule in SECRET_RULES), *_SECRET_NEEDLES.values())
+    for needle in needles
+)
 
 
-_SPLIT: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _holds(lowered: str, narrow: str, needles: tuple[str, ...]) -> bool:
-    """Whether ``lowered`` holds one of ``needles``: the ASCII ones are looked for in its ASCII
-    reading ``narrow`` (the same offsets, every other character read as "?"), which
-    ``str.find`` scans faster than a text holding a dash or an accent."""
-    split = _SPLIT.get(needles)
-    if split is None:
-        plain = tuple(n for n in needles if n.isascii() and "?" not in n)
-        split = _SPLIT[needles] = (plain, tuple(n for n in needles if n not in plain))
-    return any(map(narrow.__contains__, split[0])) or any(map(lowered.__contains__, split[1]))
+def _holds(lowered: str, places: dict[str, list[int]], needles: tuple[str, ...]) -> bool:
+    """Whether ``lowered`` holds one of ``needles``: the ASCII ones are those ``places`` (of
+    ``_NEEDLES`` in ``lowered``) names, the others are looked for in ``lowered``."""
+    known, others = _NEEDLES.plan(needles)
+    return not places.keys().isdisjoint(known) or (
+        bool(others) and any(map(lowered.__contains__, others))
+    )
 
 
 #: Characters of a token (``[A-Za-z0-9_+/=-]``): a run of them is where a key can be.
@@ -474,13 +474,22 @@ def text_mask(text: str) -> tuple[str, Counter[str]]:
     return "".join(pieces), counts
 
 
-def _matches(rule: SecretRule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+def _matches(
+    rule: SecretRule, text: str, lowered: str, places: dict[str, list[int]]
+) -> Iterator[re.Match[str]]:
     """The matches of ``rule``: tried only where a needle starts when the rule is anchored
     (and the lowered text keeps the offsets), else scanned for."""
     if not rule.anchored or len(lowered) != len(text):
         yield from rule.pattern.finditer(text)
         return
-    starts = sorted({at for needle in rule.needles for at in _finds(lowered, needle)})
+    known = _NEEDLES.known
+    starts = sorted(
+        {
+            at
+            for needle in rule.needles
+            for at in (places.get(needle, ()) if needle in known else _finds(lowered, needle))
+        }
+    )
     end = -1
     for at in starts:
         if at < end:
@@ -502,14 +511,12 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     """The secrets of ``text`` as (start, end, kind), in order, none overlapping: a rule listed
     earlier wins over a later one for the same characters."""
     lowered = text.lower()
-    narrow = lowered if lowered.isascii() else lowered.encode("ascii", "replace").decode()
+    places = _NEEDLES.places(lowered)
     found: list[tuple[int, int, str]] = []
     runs = _Runs(text)
     for rule in SECRET_RULES:
-        if rule.needles:
-            if not _holds(lowered, narrow, rule.needles):
-                continue
-        elif not _has_needle(_SECRET_NEEDLES, rule.kind, lowered, narrow):
+        needles = rule.needles or _SECRET_NEEDLES.get(rule.kind)
+        if needles is not None and not _holds(lowered, places, needles):
             continue
         run = _RUN_MIN.get(rule.kind)
         if run is not None and not runs.has(run):
@@ -520,7 +527,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
                 m for lo, hi in runs.spans(run) for m in rule.pattern.finditer(text, lo, hi)
             )
         else:
-            matches = _matches(rule, text, lowered)
+            matches = _matches(rule, text, lowered, places)
         for match in matches:
             kind = rule.kind
             if rule.not_after and match.start() and text[match.start() - 1] in rule.not_after:
