@@ -39,7 +39,7 @@ from memoryproject.domain.screening_instructions import (
     passage,
 )
 from memoryproject.domain.screening_languages import LANGUAGE_MARKERS, LANGUAGE_RULES
-from memoryproject.domain.screening_normalize import View, views
+from memoryproject.domain.screening_normalize import View, views, wide_chars
 from memoryproject.domain.screening_secrets import (
     _KEY_CREDENTIAL,
     _KEY_PASSWORD,
@@ -112,25 +112,34 @@ def _languages(view: View, lowered: str) -> frozenset[str]:
     ascii_only = view.text.isascii()
     if not ascii_only:
         # The scripts are looked for among the text's distinct characters outside ASCII.
-        wide = "".join(c for c in set(view.text) if c > "\x7f")
+        wide = "".join(wide_chars(view.text))
         found = {lang for lang, script in _SCRIPTS.items() if script.search(wide)}
     # A marker word stands between spaces: it is one of the text's words split at spaces.
     words = set(lowered.split(" "))
-    for lang, (marker_words, others) in _MARKERS.items():
+    letters: set[str] | None = None
+    for lang, (marker_words, others, marker_letters) in _MARKERS.items():
         if lang in found:
             continue
-        if not marker_words.isdisjoint(words) or (
-            others and (not ascii_only or "'" in lowered) and any(m in lowered for m in others)
-        ):
+        if not marker_words.isdisjoint(words):
             found.add(lang)
+        elif (others or marker_letters) and (not ascii_only or "'" in lowered):
+            # A marker letter (outside ASCII) is one of the lowered text's distinct letters.
+            if marker_letters and letters is None:
+                letters = wide_chars(lowered)
+            if any(m in lowered for m in others) or not marker_letters.isdisjoint(letters or ()):
+                found.add(lang)
     return frozenset(found)
 
 
-def _marker_split(markers: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """A language's markers as the words a text split at spaces holds (`` und ``) and the
-    other markers (letters, ``l'``), looked for in the text."""
+def _marker_split(
+    markers: tuple[str, ...],
+) -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
+    """A language's markers as the words a text split at spaces holds (`` und ``), the other
+    markers looked for in the text (``l'``) and its letters outside ASCII (``ä``)."""
     words = [m[1:-1] for m in markers if m[0] == m[-1] == " " and " " not in m[1:-1] and m[1:-1]]
-    return frozenset(words), tuple(m for m in markers if m[1:-1] not in words)
+    rest = [m for m in markers if m[1:-1] not in words]
+    letters = frozenset(m for m in rest if len(m) == 1 and m > "\x7f")
+    return frozenset(words), tuple(m for m in rest if m not in letters), letters
 
 
 _MARKERS = {lang: _marker_split(markers) for lang, markers in LANGUAGE_MARKERS.items()}

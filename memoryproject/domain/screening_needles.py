@@ -40,17 +40,24 @@ class NeedleSet:
             self._automaton = None
             self._plans.clear()
 
+    def _dfa(self) -> tuple[ahocorasick_rs.AhoCorasick, tuple[str, ...]]:
+        if self._automaton is None:
+            words = tuple(sorted(self.known))
+            dfa = ahocorasick_rs.Implementation.DFA
+            self._automaton = (ahocorasick_rs.AhoCorasick(words, implementation=dfa), words)
+        return self._automaton
+
+    def occurs(self, text: str) -> bool:
+        """Whether ``text`` (ASCII) holds a registered needle."""
+        return bool(self.known) and bool(self._dfa()[0].find_matches_as_indexes(text))
+
     def places(self, lowered: str) -> dict[str, list[int]]:
         """Every place of every registered needle in ``lowered`` (overlapping ones too), by
         needle, in order; a needle that does not occur is not a key."""
         places: dict[str, list[int]] = {}
         if not self.known:
             return places
-        if self._automaton is None:
-            words = tuple(sorted(self.known))
-            dfa = ahocorasick_rs.Implementation.DFA
-            self._automaton = (ahocorasick_rs.AhoCorasick(words, implementation=dfa), words)
-        automaton, words = self._automaton
+        automaton, words = self._dfa()
         narrow = lowered if lowered.isascii() else lowered.encode("ascii", "replace").decode()
         for index, start, _end in automaton.find_matches_as_indexes(narrow, overlapping=True):
             needle = words[index]
