@@ -287,6 +287,10 @@ def record_screen(fields: Mapping[str, Any]) -> Screening:
     passages of what remains, in each field and, when no field alone holds one, in all the
     record's text read together (field ``record``); ``fields`` of the answer holds the masked
     values, in order."""
+    if len(fields) == 1:
+        ((name, value),) = fields.items()
+        if isinstance(value, str):
+            return _text_screen(name, value)
     if _clean(fields):
         return Screening((), (), dict(fields))
     masked: list[Masked] = []
@@ -301,6 +305,26 @@ def record_screen(fields: Mapping[str, Any]) -> Screening:
         joined = "\n".join(text for name, value in out.items() for _, text in _strings(value, name))
         flagged.extend(instructions_find(joined, JOINED_FIELD))
     return Screening(tuple(masked), tuple(flagged[:FLAGS_MAX]), out)
+
+
+def _text_screen(name: str, text: str) -> Screening:
+    """``record_screen`` of a record of one text field: the text screened once (masked, then
+    flagged), where the clean test and the field would screen it twice."""
+    screened = _text_screened if len(text) <= _CLEAN_KEPT_CHARS else _text_screened.__wrapped__
+    masked, counts, flags = screened(text)
+    return Screening(
+        tuple(Masked(name, kind, n) for kind, n in counts),
+        tuple(Flag(name, f.kind, f.rule, f.passage) for f in flags[:FLAGS_MAX]),
+        {name: masked},
+    )
+
+
+@lru_cache(maxsize=1024)
+def _text_screened(text: str) -> tuple[str, tuple[tuple[str, int], ...], tuple[Flag, ...]]:
+    """``text`` masked, the count per kind of secret, and the passages flagged in what
+    remains (field ""). Kept per text, as ``_text_clean`` is."""
+    masked, counts = text_mask(text)
+    return masked, tuple(counts.items()), tuple(instructions_find(masked, ""))
 
 
 def injection_risk(flag_count: int) -> float:

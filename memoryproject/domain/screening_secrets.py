@@ -386,11 +386,8 @@ _SECRET_NEEDLES: dict[str, tuple[str, ...]] = {
 
 #: Every needle of the secret rules, looked for in one pass over a text (``NeedleSet``).
 _NEEDLES = NeedleSet()
-_NEEDLES.register(
-    needle
-    for needles in (*(rule.needles for rule in SECRET_RULES), *_SECRET_NEEDLES.values())
-    for needle in needles
-)
+_NEEDLES.register(n for needles in _SECRET_NEEDLES.values() for n in needles)
+_NEEDLES.register(n for rule in SECRET_RULES for n in rule.needles)
 
 
 def _holds(lowered: str, places: dict[str, list[int]], needles: tuple[str, ...]) -> bool:
@@ -483,13 +480,8 @@ def _matches(
         yield from rule.pattern.finditer(text)
         return
     known = _NEEDLES.known
-    starts = sorted(
-        {
-            at
-            for needle in rule.needles
-            for at in (places.get(needle, ()) if needle in known else _finds(lowered, needle))
-        }
-    )
+    spots = (places.get(n, ()) if n in known else _finds(lowered, n) for n in rule.needles)
+    starts = sorted({at for needle_spots in spots for at in needle_spots})
     end = -1
     for at in starts:
         if at < end:
