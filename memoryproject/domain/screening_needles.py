@@ -108,6 +108,16 @@ class Needles:
             )
         return found
 
+    def holds_all(self, plans: Iterable[tuple[frozenset[str], tuple[str, ...]]]) -> bool:
+        """Whether a needle of every group occurs, the groups given by their plans."""
+        found = self._places.keys()
+        for known, others in plans:
+            if found.isdisjoint(known) and not (
+                others and any(self.first(needle) >= 0 for needle in others)
+            ):
+                return False
+        return True
+
     def first(self, needle: str) -> int:  # where needle first occurs, -1: nowhere
         places = self._places.get(needle)
         if places is not None:
