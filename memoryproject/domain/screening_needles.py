@@ -78,6 +78,28 @@ class NeedleSet:
             )
         return plan
 
+    def holds(self, lowered: str, places: dict[str, list[int]], group: tuple[str, ...]) -> bool:
+        """Whether ``lowered``, whose ``places`` are given, holds a needle of ``group``."""
+        known, others = self.plan(group)
+        return not places.keys().isdisjoint(known) or (
+            bool(others) and any(map(lowered.__contains__, others))
+        )
+
+    def starts(
+        self, lowered: str, places: dict[str, list[int]], needles: tuple[str, ...]
+    ) -> list[int]:
+        """Every place in ``lowered`` where one of ``needles`` starts, in order."""
+        starts = set()
+        for needle in needles:
+            if needle in self.known:
+                starts.update(places.get(needle, ()))
+            else:
+                at = lowered.find(needle)
+                while at >= 0:
+                    starts.add(at)
+                    at = lowered.find(needle, at + 1)
+        return sorted(starts)
+
 
 #: The needles instruction rules name (``InstructionRule`` registers its own).
 INSTRUCTION_NEEDLES = NeedleSet()

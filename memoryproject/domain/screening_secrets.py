@@ -39,6 +39,7 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from memoryproject.domain import screening_normalize
 from memoryproject.domain.screening_needles import NeedleSet
 from memoryproject.domain.screening_normalize import base64_text, marked, marks, normalised
 
@@ -146,6 +147,7 @@ class SecretRule:
 
 
 _B64 = r"A-Za-z0-9+/"
+_AWS_PREFIXES = "AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA"
 _CRED_KEYS = (
     r"passw(?:or)?d|passwd|pwd|pw|pass|passphrase|passcode|secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?key"
     r"|(?:access|auth|refresh|bearer|api|session)[_-]?token|client[_-]?secret|private[_-]?key"
@@ -227,6 +229,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "github_token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        needles=("gh", "github_pat_"),
+        anchored=True,
     ),
     SecretRule(
         "slack_token",
@@ -239,7 +243,9 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
     SecretRule(
         "aws_access_key",
-        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"),
+        re.compile(rf"\b(?:{_AWS_PREFIXES})[A-Z0-9]{{16}}\b"),
+        needles=tuple(_AWS_PREFIXES.lower().split("|")),
+        anchored=True,
     ),
     SecretRule(
         "aws_secret_key",
@@ -390,15 +396,6 @@ _NEEDLES.register(n for needles in _SECRET_NEEDLES.values() for n in needles)
 _NEEDLES.register(n for rule in SECRET_RULES for n in rule.needles)
 
 
-def _holds(lowered: str, places: dict[str, list[int]], needles: tuple[str, ...]) -> bool:
-    """Whether ``lowered`` holds one of ``needles``: the ASCII ones are those ``places`` (of
-    ``_NEEDLES`` in ``lowered``) names, the others are looked for in ``lowered``."""
-    known, others = _NEEDLES.plan(needles)
-    return not places.keys().isdisjoint(known) or (
-        bool(others) and any(map(lowered.__contains__, others))
-    )
-
-
 #: Characters of a token (``[A-Za-z0-9_+/=-]``): a run of them is where a key can be.
 _RUN_TABLE = marks("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+/=-")
 _RUN = re.compile(b"\x00+")
@@ -416,8 +413,12 @@ _RUN_MIN = {
     "npm_token": 40,  # npm_ + 36
     "digitalocean_token": 71,  # dop_v1_ + 64
     "vault_token": 24,  # after hvs.
+    "discord_token": 27,  # the last part
 }
 _RUN_SCANNED = frozenset({"credential", "aws_secret_key"})
+#: Kinds whose run may hold digits outside ASCII (``\d``): without a run they still run on a
+#: text holding such a digit.
+_DIGITS = frozenset({"discord_token"})
 
 
 class _Runs:
@@ -425,9 +426,14 @@ class _Runs:
     run in C, where a scan by the patterns tries every position)."""
 
     def __init__(self, text: str) -> None:
+        self._text = text
         self._mapped = marked(text, _RUN_TABLE)
         self._has: dict[int, bool] = {}
         self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def digits(self) -> bool:
+        """Whether the text holds a digit outside ASCII."""
+        return any(char.isdigit() for char in screening_normalize.wide_chars(self._text))
 
     def has(self, size: int) -> bool:
         found = self._has.get(size)
@@ -479,9 +485,7 @@ def _matches(
     if not rule.anchored or len(lowered) != len(text):
         yield from rule.pattern.finditer(text)
         return
-    known = _NEEDLES.known
-    spots = (places.get(n, ()) if n in known else _finds(lowered, n) for n in rule.needles)
-    starts = sorted({at for needle_spots in spots for at in needle_spots})
+    starts = _NEEDLES.starts(lowered, places, rule.needles)
     end = -1
     for at in starts:
         if at < end:
@@ -490,13 +494,6 @@ def _matches(
         if match is not None:
             end = match.end()
             yield match
-
-
-def _finds(lowered: str, needle: str) -> Iterator[int]:
-    at = lowered.find(needle)
-    while at >= 0:
-        yield at
-        at = lowered.find(needle, at + 1)
 
 
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -508,10 +505,10 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     runs = _Runs(text)
     for rule in SECRET_RULES:
         needles = rule.needles or _SECRET_NEEDLES.get(rule.kind)
-        if needles is not None and not _holds(lowered, places, needles):
+        if needles is not None and not _NEEDLES.holds(lowered, places, needles):
             continue
         run = _RUN_MIN.get(rule.kind)
-        if run is not None and not runs.has(run):
+        if run is not None and not runs.has(run) and not (rule.kind in _DIGITS and runs.digits()):
             continue
         if rule.kind in _RUN_SCANNED:
             assert run is not None
