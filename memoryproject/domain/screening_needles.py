@@ -89,7 +89,7 @@ class NeedleSet:
         self, lowered: str, places: dict[str, list[int]], needles: tuple[str, ...]
     ) -> list[int]:
         """Every place in ``lowered`` where one of ``needles`` starts, in order."""
-        starts = set()
+        starts: set[int] = set()
         for needle in needles:
             if needle in self.known:
                 starts.update(places.get(needle, ()))
@@ -152,16 +152,17 @@ class Needles:
         """Every place of a needle of ``group``, in order, or None past SPOTS_MAX."""
         if group in self._group_spots:
             return self._group_spots[group]
-        spots: list[int] | None = []
+        found: list[int] = []
+        spots: list[int] | None = found
         places = self._places
         for needle in group:
-            found = places.get(needle)
-            if found is None:
+            at = places.get(needle)
+            if at is None:
                 if needle in INSTRUCTION_NEEDLES.known or self.first(needle) < 0:
                     continue
-                found = self.spots(needle)
-            spots += found  # type: ignore[operator]
-            if len(spots) > SPOTS_MAX:  # type: ignore[arg-type]
+                at = self.spots(needle)
+            found += at
+            if len(found) > SPOTS_MAX:
                 spots = None
                 break
         if spots:

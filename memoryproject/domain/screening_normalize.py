@@ -218,6 +218,7 @@ _LEET = str.maketrans(
 # Leet characters before a letter; a leet word has a letter on both sides, one of them past f
 # (``1gn0r3``, ``pr3v10u5``), which a version, a unit or a hex digest has not.
 _LEET_RUN = re.compile(r"[013457@$]+(?=[a-z])")
+_LEET_MARKS = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz013457@$", b"a" * 26 + b"1" * 8)
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
@@ -251,6 +252,10 @@ _ROT13_GATE = (
 def leet_view(view: View) -> View | None:
     """``view`` with leetspeak folded (``1gn0r3`` reads ``ignore``), when it has such words."""
     text = view.text.lower()
+    # A leet word has a letter right before a leet character ("a1" once marked): most texts
+    # have none, and are not scanned for runs.
+    if b"a1" not in text.encode("ascii", "replace").translate(_LEET_MARKS):
+        return None
     found = 0
     for match in _LEET_RUN.finditer(text):
         start, end = match.span()

@@ -112,3 +112,18 @@ def test_anchored_and_run_gated_secret_rules_find_what_a_scan_of_the_text_finds(
             else:
                 assert _spans(secrets._matches(rule, text, lowered, places)) == scanned
     assert found > 1000  # the texts hold each kind often
+
+
+def test_leetspeak_is_read_exactly_when_two_leet_words_are_found_by_a_scan():
+    def scanned(text: str) -> bool:  # the scan the marks spare most texts
+        found = 0
+        for match in normalize._LEET_RUN.finditer(text):
+            start, end = match.span()
+            before = text[start - 1] if start else " "
+            found += "a" <= before <= "z" and (before >= "g" or "g" <= text[end] <= "z")
+        return found >= 2
+
+    words = ["1gn0r3 pr3v10u5", "p50 and p95", "h4x0r", "v1.2 s3 a1b", "ok", "İ1x K3y"]
+    for text in [*_texts(3000, 4), *words]:
+        view = normalize.leet_view(normalize.View(text))
+        assert (view is not None) == scanned(text.lower())
