@@ -10,12 +10,12 @@ notes, an LLM-tooling note, dialogue, some with dashes, quotes and accents outsi
 host as it is, and each probe and each secret of the split carried by a host on a line of its
 own. Per item the best of RUNS runs; p50, p95 and max over the items.
 
-Figures (held-out split, 3 runs of ``manage.py screening_eval --json``, median of the runs, on
-a 2-core machine shared with other workers, so absolute times are noisy): 79/81 probes stopped,
-0/46 benign flagged, 16/16 secrets masked; per 2 KB item p50 2.03 ms, p95 3.05 ms (the engine
-before the prefilters: p50 3.19 ms, p95 3.94 ms on the same items in the same runs; on the
-former items, a probe padded with every benign text of the corpus, 4.70 -> 3.98 ms there, where
-the same measure read 2.2 ms on a quieter machine). Tune split: 81/81, 0/34, 14/14.
+Figures of 2026-12-03 (held-out split, 3 runs of ``manage.py screening_eval --json``
+interleaved with the engine before the one-pass needle search, on a 2-core machine shared with
+other work, so absolute times are noisy): 79/81 probes stopped, 0/46 benign flagged, 16/16
+secrets masked; per 2 KB item p50 0.47 to 0.50 ms, p95 0.70 to 0.74 ms (the engine before:
+p50 1.00 to 1.06 ms, p95 1.54 to 1.62 ms in the same runs; docs/benchmarks.md has the tune and
+all splits). Tune split: 81/81, 0/34, 14/14.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from memoryproject.domain.screening_instructions import (
     passage,
 )
 from memoryproject.domain.screening_languages import LANGUAGE_MARKERS, LANGUAGE_RULES
-from memoryproject.domain.screening_normalize import View, views
+from memoryproject.domain.screening_normalize import View, views, wide_chars
 from memoryproject.domain.screening_secrets import (
     _KEY_CREDENTIAL,
     _KEY_PASSWORD,
@@ -112,25 +112,34 @@ def _languages(view: View, lowered: str) -> frozenset[str]:
     ascii_only = view.text.isascii()
     if not ascii_only:
         # The scripts are looked for among the text's distinct characters outside ASCII.
-        wide = "".join(c for c in set(view.text) if c > "\x7f")
+        wide = "".join(wide_chars(view.text))
         found = {lang for lang, script in _SCRIPTS.items() if script.search(wide)}
     # A marker word stands between spaces: it is one of the text's words split at spaces.
     words = set(lowered.split(" "))
-    for lang, (marker_words, others) in _MARKERS.items():
+    letters: set[str] | None = None
+    for lang, (marker_words, others, marker_letters) in _MARKERS.items():
         if lang in found:
             continue
-        if not marker_words.isdisjoint(words) or (
-            others and (not ascii_only or "'" in lowered) and any(m in lowered for m in others)
-        ):
+        if not marker_words.isdisjoint(words):
             found.add(lang)
+        elif (others or marker_letters) and (not ascii_only or "'" in lowered):
+            # A marker letter (outside ASCII) is one of the lowered text's distinct letters.
+            if marker_letters and letters is None:
+                letters = wide_chars(lowered)
+            if any(m in lowered for m in others) or not marker_letters.isdisjoint(letters or ()):
+                found.add(lang)
     return frozenset(found)
 
 
-def _marker_split(markers: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """A language's markers as the words a text split at spaces holds (`` und ``) and the
-    other markers (letters, ``l'``), looked for in the text."""
+def _marker_split(
+    markers: tuple[str, ...],
+) -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
+    """A language's markers as the words a text split at spaces holds (`` und ``), the other
+    markers looked for in the text (``l'``) and its letters outside ASCII (``ä``)."""
     words = [m[1:-1] for m in markers if m[0] == m[-1] == " " and " " not in m[1:-1] and m[1:-1]]
-    return frozenset(words), tuple(m for m in markers if m[1:-1] not in words)
+    rest = [m for m in markers if m[1:-1] not in words]
+    letters = frozenset(m for m in rest if len(m) == 1 and m > "\x7f")
+    return frozenset(words), tuple(m for m in rest if m not in letters), letters
 
 
 _MARKERS = {lang: _marker_split(markers) for lang, markers in LANGUAGE_MARKERS.items()}
@@ -278,6 +287,10 @@ def record_screen(fields: Mapping[str, Any]) -> Screening:
     passages of what remains, in each field and, when no field alone holds one, in all the
     record's text read together (field ``record``); ``fields`` of the answer holds the masked
     values, in order."""
+    if len(fields) == 1:
+        ((name, value),) = fields.items()
+        if isinstance(value, str):
+            return _text_screen(name, value)
     if _clean(fields):
         return Screening((), (), dict(fields))
     masked: list[Masked] = []
@@ -292,6 +305,26 @@ def record_screen(fields: Mapping[str, Any]) -> Screening:
         joined = "\n".join(text for name, value in out.items() for _, text in _strings(value, name))
         flagged.extend(instructions_find(joined, JOINED_FIELD))
     return Screening(tuple(masked), tuple(flagged[:FLAGS_MAX]), out)
+
+
+def _text_screen(name: str, text: str) -> Screening:
+    """``record_screen`` of a record of one text field: the text screened once (masked, then
+    flagged), where the clean test and the field would screen it twice."""
+    screened = _text_screened if len(text) <= _CLEAN_KEPT_CHARS else _text_screened.__wrapped__
+    masked, counts, flags = screened(text)
+    return Screening(
+        tuple(Masked(name, kind, n) for kind, n in counts),
+        tuple(Flag(name, f.kind, f.rule, f.passage) for f in flags[:FLAGS_MAX]),
+        {name: masked},
+    )
+
+
+@lru_cache(maxsize=1024)
+def _text_screened(text: str) -> tuple[str, tuple[tuple[str, int], ...], tuple[Flag, ...]]:
+    """``text`` masked, the count per kind of secret, and the passages flagged in what
+    remains (field ""). Kept per text, as ``_text_clean`` is."""
+    masked, counts = text_mask(text)
+    return masked, tuple(counts.items()), tuple(instructions_find(masked, ""))
 
 
 def injection_risk(flag_count: int) -> float:

@@ -15,9 +15,9 @@ original text the match came from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from memoryproject.domain.screening_needles import Needles
+from memoryproject.domain.screening_needles import INSTRUCTION_NEEDLES, Needles, needles_register
 
 #: The longest quote of a flagged passage.
 PASSAGE_MAX = 120
@@ -42,9 +42,18 @@ class InstructionRule:
     #: The language of the rule's words (``en`` rules also read leetspeak and ROT13).
     lang: str = "en"
 
+    #: Per group, its needles the automaton finds and the others (``NeedleSet.plan``).
+    plans: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        needles_register(needle for group in self.needles for needle in group)
+        object.__setattr__(self, "plans", tuple(map(INSTRUCTION_NEEDLES.plan, self.needles)))
+
     def wanted(self, found: Needles) -> bool:
         """Whether the text holds a needle of every group."""
-        return all(map(found.has, self.needles))
+        return found.holds_all(self.plans)
 
     def windows(self, found: Needles) -> list[tuple[int, int]]:
         """Where a match can be: around every needle of the group found least often (a match

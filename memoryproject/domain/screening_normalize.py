@@ -25,6 +25,8 @@ from urllib.parse import unquote
 
 from confusable_homoglyphs import confusables
 
+from memoryproject.domain.screening_needles import NeedleSet
+
 #: Bytes of decoded text a run may yield; longer runs are read up to this.
 DECODED_MAX = 4096
 #: Nesting of encodings followed (base64 of hex of ...).
@@ -193,9 +195,11 @@ def latin_view(view: View) -> View:
     so the offsets stay)."""
     if view.text.isascii():
         return view
+    table = _latin_translation()
+    if not any(ord(char) in table for char in wide_chars(view.text)):
+        return view  # no lookalike: the text reads as it is written
     # Only the characters outside ASCII fold: translated run by run, which spares the slow
     # path of ``str.translate`` (a table lookup per character) on the ASCII between them.
-    table = _latin_translation()
     text = _NON_ASCII.sub(lambda m: m.group().translate(table), view.text)
     if text == view.text:
         return view  # no lookalike: the text reads as it is written
@@ -214,6 +218,7 @@ _LEET = str.maketrans(
 # Leet characters before a letter; a leet word has a letter on both sides, one of them past f
 # (``1gn0r3``, ``pr3v10u5``), which a version, a unit or a hex digest has not.
 _LEET_RUN = re.compile(r"[013457@$]+(?=[a-z])")
+_LEET_MARKS = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz013457@$", b"a" * 26 + b"1" * 8)
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
@@ -247,6 +252,10 @@ _ROT13_GATE = (
 def leet_view(view: View) -> View | None:
     """``view`` with leetspeak folded (``1gn0r3`` reads ``ignore``), when it has such words."""
     text = view.text.lower()
+    # A leet word has a letter right before a leet character ("a1" once marked): most texts
+    # have none, and are not scanned for runs.
+    if b"a1" not in text.encode("ascii", "replace").translate(_LEET_MARKS):
+        return None
     found = 0
     for match in _LEET_RUN.finditer(text):
         start, end = match.span()
@@ -261,7 +270,8 @@ def leet_view(view: View) -> View | None:
 
 
 # The gate words as ROT13 writes them: an ASCII text is looked at before it is translated.
-_ROT13_GATE_WRITTEN = tuple(word.translate(_ROT13) for word in _ROT13_GATE)
+_ROT13_GATE_WRITTEN = NeedleSet()
+_ROT13_GATE_WRITTEN.register(word.translate(_ROT13) for word in _ROT13_GATE)
 
 
 def rot13_view(view: View) -> View | None:
@@ -271,7 +281,7 @@ def rot13_view(view: View) -> View | None:
     written = view.text
     if not ("\u0130" in written or "\u212a" in written):
         ascii_text = written if written.isascii() else written.encode("ascii", "replace").decode()
-        if not any(map(ascii_text.lower().__contains__, _ROT13_GATE_WRITTEN)):
+        if not _ROT13_GATE_WRITTEN.occurs(ascii_text.lower()):
             return None
     text = written.translate(_ROT13)
     lowered = text.lower()
@@ -462,6 +472,10 @@ def _fold(view: View, *, keep_space: bool) -> View:
     """``view`` with every character outside ASCII folded (``_fold_char``); ASCII is copied as
     it stands, so a text with a few such characters costs little more than an ASCII one."""
     text = view.text
+    # Most texts outside ASCII hold only characters that fold to themselves (dashes, quotes,
+    # accented letters): each distinct one is looked at once, and such a text is left as it is.
+    if all(_kept(char, keep_space) for char in wide_chars(text)):
+        return view
     parts: list[str] = []
     origin: list[int] = []
     last = 0
@@ -482,3 +496,31 @@ def _fold(view: View, *, keep_space: bool) -> View:
     parts.append(text[last:])
     origin.extend(range(last, len(text)))
     return _compose(view, "".join(parts), tuple(origin))
+
+
+@lru_cache(maxsize=4096)
+def _kept(char: str, keep_space: bool) -> bool:
+    """Whether ``_fold`` leaves ``char`` as it is."""
+    return (keep_space and char.isspace()) or _fold_char(char) == char
+
+
+def wide_chars(text: str) -> set[str]:
+    """The distinct characters of ``text`` outside ASCII: found where its ASCII reading holds
+    a "?" (``bytes.find``, in C), which costs little for a text mostly in ASCII."""
+    if text.isascii():
+        return set()
+    raw = text.encode("ascii", "replace")  # one byte per character, "?" outside ASCII
+    if raw.count(b"?") > _WIDE_SCAN:
+        return {char for char in set(text) if char > "\x7f"}
+    found = set()
+    at = raw.find(b"?")
+    while at >= 0:
+        found.add(text[at])
+        at = raw.find(b"?", at + 1)
+    found.discard("?")
+    return found
+
+
+#: Past this many characters outside ASCII (or "?"), a text's distinct characters are
+#: collected in one pass instead.
+_WIDE_SCAN = 200

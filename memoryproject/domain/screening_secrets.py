@@ -39,6 +39,8 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from memoryproject.domain import screening_normalize
+from memoryproject.domain.screening_needles import NeedleSet
 from memoryproject.domain.screening_normalize import base64_text, marked, marks, normalised
 
 #: What a masked secret reads as.
@@ -145,6 +147,7 @@ class SecretRule:
 
 
 _B64 = r"A-Za-z0-9+/"
+_AWS_PREFIXES = "AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA"
 _CRED_KEYS = (
     r"passw(?:or)?d|passwd|pwd|pw|pass|passphrase|passcode|secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?key"
     r"|(?:access|auth|refresh|bearer|api|session)[_-]?token|client[_-]?secret|private[_-]?key"
@@ -226,6 +229,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "github_token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        needles=("gh", "github_pat_"),
+        anchored=True,
     ),
     SecretRule(
         "slack_token",
@@ -238,7 +243,9 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
     SecretRule(
         "aws_access_key",
-        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"),
+        re.compile(rf"\b(?:{_AWS_PREFIXES})[A-Z0-9]{{16}}\b"),
+        needles=tuple(_AWS_PREFIXES.lower().split("|")),
+        anchored=True,
     ),
     SecretRule(
         "aws_secret_key",
@@ -383,23 +390,10 @@ _SECRET_NEEDLES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _has_needle(needles: dict[str, tuple[str, ...]], name: str, lowered: str, narrow: str) -> bool:
-    wanted = needles.get(name)
-    return wanted is None or _holds(lowered, narrow, wanted)
-
-
-_SPLIT: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _holds(lowered: str, narrow: str, needles: tuple[str, ...]) -> bool:
-    """Whether ``lowered`` holds one of ``needles``: the ASCII ones are looked for in its ASCII
-    reading ``narrow`` (the same offsets, every other character read as "?"), which
-    ``str.find`` scans faster than a text holding a dash or an accent."""
-    split = _SPLIT.get(needles)
-    if split is None:
-        plain = tuple(n for n in needles if n.isascii() and "?" not in n)
-        split = _SPLIT[needles] = (plain, tuple(n for n in needles if n not in plain))
-    return any(map(narrow.__contains__, split[0])) or any(map(lowered.__contains__, split[1]))
+#: Every needle of the secret rules, looked for in one pass over a text (``NeedleSet``).
+_NEEDLES = NeedleSet()
+_NEEDLES.register(n for needles in _SECRET_NEEDLES.values() for n in needles)
+_NEEDLES.register(n for rule in SECRET_RULES for n in rule.needles)
 
 
 #: Characters of a token (``[A-Za-z0-9_+/=-]``): a run of them is where a key can be.
@@ -419,8 +413,12 @@ _RUN_MIN = {
     "npm_token": 40,  # npm_ + 36
     "digitalocean_token": 71,  # dop_v1_ + 64
     "vault_token": 24,  # after hvs.
+    "discord_token": 27,  # the last part
 }
 _RUN_SCANNED = frozenset({"credential", "aws_secret_key"})
+#: Kinds whose run may hold digits outside ASCII (``\d``): without a run they still run on a
+#: text holding such a digit.
+_DIGITS = frozenset({"discord_token"})
 
 
 class _Runs:
@@ -428,9 +426,14 @@ class _Runs:
     run in C, where a scan by the patterns tries every position)."""
 
     def __init__(self, text: str) -> None:
+        self._text = text
         self._mapped = marked(text, _RUN_TABLE)
         self._has: dict[int, bool] = {}
         self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def digits(self) -> bool:
+        """Whether the text holds a digit outside ASCII."""
+        return any(char.isdigit() for char in screening_normalize.wide_chars(self._text))
 
     def has(self, size: int) -> bool:
         found = self._has.get(size)
@@ -474,13 +477,15 @@ def text_mask(text: str) -> tuple[str, Counter[str]]:
     return "".join(pieces), counts
 
 
-def _matches(rule: SecretRule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+def _matches(
+    rule: SecretRule, text: str, lowered: str, places: dict[str, list[int]]
+) -> Iterator[re.Match[str]]:
     """The matches of ``rule``: tried only where a needle starts when the rule is anchored
     (and the lowered text keeps the offsets), else scanned for."""
     if not rule.anchored or len(lowered) != len(text):
         yield from rule.pattern.finditer(text)
         return
-    starts = sorted({at for needle in rule.needles for at in _finds(lowered, needle)})
+    starts = _NEEDLES.starts(lowered, places, rule.needles)
     end = -1
     for at in starts:
         if at < end:
@@ -491,28 +496,19 @@ def _matches(rule: SecretRule, text: str, lowered: str) -> Iterator[re.Match[str
             yield match
 
 
-def _finds(lowered: str, needle: str) -> Iterator[int]:
-    at = lowered.find(needle)
-    while at >= 0:
-        yield at
-        at = lowered.find(needle, at + 1)
-
-
 def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     """The secrets of ``text`` as (start, end, kind), in order, none overlapping: a rule listed
     earlier wins over a later one for the same characters."""
     lowered = text.lower()
-    narrow = lowered if lowered.isascii() else lowered.encode("ascii", "replace").decode()
+    places = _NEEDLES.places(lowered)
     found: list[tuple[int, int, str]] = []
     runs = _Runs(text)
     for rule in SECRET_RULES:
-        if rule.needles:
-            if not _holds(lowered, narrow, rule.needles):
-                continue
-        elif not _has_needle(_SECRET_NEEDLES, rule.kind, lowered, narrow):
+        needles = rule.needles or _SECRET_NEEDLES.get(rule.kind)
+        if needles is not None and not _NEEDLES.holds(lowered, places, needles):
             continue
         run = _RUN_MIN.get(rule.kind)
-        if run is not None and not runs.has(run):
+        if run is not None and not runs.has(run) and not (rule.kind in _DIGITS and runs.digits()):
             continue
         if rule.kind in _RUN_SCANNED:
             assert run is not None
@@ -520,7 +516,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
                 m for lo, hi in runs.spans(run) for m in rule.pattern.finditer(text, lo, hi)
             )
         else:
-            matches = _matches(rule, text, lowered)
+            matches = _matches(rule, text, lowered, places)
         for match in matches:
             kind = rule.kind
             if rule.not_after and match.start() and text[match.start() - 1] in rule.not_after:

@@ -68,3 +68,62 @@ def test_lookalike_free_text_outside_ascii_is_read_once_and_still_flagged():
     assert [f.rule for f in flags] == ["ignore previous instructions"]
     masked, counts = text_mask("token ghp_" + "a1B2c3D4e5" * 4 + " — done")
     assert counts == {"github_token": 1} and "[masked:github_token]" in masked
+
+
+def _token_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+    def token(size: int, extra: str = "") -> str:
+        return "".join(rng.choice(letters + extra) for _ in range(size))
+
+    pieces = [
+        lambda: "gh" + rng.choice("pousrx") + "_" + token(rng.randint(30, 45)),
+        lambda: "github_pat_" + token(rng.randint(18, 30), "_"),
+        lambda: rng.choice(["AKIA", "ASIA", "APKA", "AKIa", "akia"]) + token(16).upper(),
+        lambda: rng.choice("MNOX") + token(24, "_-") + "." + token(6) + "." + token(27, "_-"),
+        lambda: rng.choice("MNO") + "٣" * 24 + "." + "٣" * 6 + "." + "٣" * 27,
+        lambda: token(rng.randint(5, 60), "_-+/=."),
+    ]
+    return [
+        "".join(
+            rng.choice(pieces)() + rng.choice([" ", "\n", "-", "_", "é", "—", "/", "Gh", ""])
+            for _ in range(rng.randint(1, 5))
+        )
+        for _ in range(count)
+    ]
+
+
+def test_anchored_and_run_gated_secret_rules_find_what_a_scan_of_the_text_finds():
+    kinds = {"github_token", "aws_access_key", "discord_token"}
+    rules = [r for r in secrets.SECRET_RULES if r.kind in kinds]
+    found = 0
+    for text in _token_texts(1500, 3):
+        lowered = text.lower()
+        places = secrets._NEEDLES.places(lowered)
+        runs = secrets._Runs(text)
+        for rule in rules:
+            scanned = _spans(rule.pattern.finditer(text))
+            found += bool(scanned)
+            held = not rule.needles or secrets._NEEDLES.holds(lowered, places, rule.needles)
+            run = runs.has(secrets._RUN_MIN[rule.kind]) or runs.digits()
+            if not (held and run):
+                assert scanned == []  # the rule is not run on such a text
+            else:
+                assert _spans(secrets._matches(rule, text, lowered, places)) == scanned
+    assert found > 1000  # the texts hold each kind often
+
+
+def test_leetspeak_is_read_exactly_when_two_leet_words_are_found_by_a_scan():
+    def scanned(text: str) -> bool:  # the scan the marks spare most texts
+        found = 0
+        for match in normalize._LEET_RUN.finditer(text):
+            start, end = match.span()
+            before = text[start - 1] if start else " "
+            found += "a" <= before <= "z" and (before >= "g" or "g" <= text[end] <= "z")
+        return found >= 2
+
+    words = ["1gn0r3 pr3v10u5", "p50 and p95", "h4x0r", "v1.2 s3 a1b", "ok", "İ1x K3y"]
+    for text in [*_texts(3000, 4), *words]:
+        view = normalize.leet_view(normalize.View(text))
+        assert (view is not None) == scanned(text.lower())
