@@ -161,8 +161,9 @@ def _id_flags(named: Mapping[str, Any], found: Iterable[Flag]) -> list[Flag]:
         if (flag.field, flag.kind) in seen:
             continue
         seen.add((flag.field, flag.kind))
-        name = next(n for n in named if _in_ids(flag.field, (n,)))
-        quote = _at(named[name], flag.field, name)[:PASSAGE_MAX]
+        name = next((n for n in named if _in_ids(flag.field, (n,))), None)
+        # None: the identifiers spell it only together (field "record"), read as joined.
+        quote = (flag.passage if name is None else _at(named[name], flag.field, name))[:PASSAGE_MAX]
         flags.append(Flag(flag.field, flag.kind, flag.rule, quote))
     return flags
 
