@@ -234,9 +234,7 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
         block = approved.text if approved is not None else session_block_render(summary)
         record = compliance().receipt_append(
             project=project,
-            channel=caller.channel,
-            client=caller.client,
-            client_reported=caller.client_reported,
+            **caller.receipt_fields(),
             status="injected",
             decision=summary.decision,
             trust_score=summary.trust_score,
