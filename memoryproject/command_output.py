@@ -7,12 +7,17 @@ from __future__ import annotations
 import json
 from typing import NoReturn
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 #: Exit status of a refusal: 1 when what was checked does not hold (audit and verification
 #: commands), 2 when the input was bad (the portability commands).
 CHECK_FAILED = 1
 BAD_INPUT = 2
+
+
+def json_flag_add(parser: CommandParser) -> None:
+    """Adds ``--json``: print one JSON object rather than the readable table."""
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def table(rows: list[tuple[str, str]]) -> str:

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.contracts import CheckpointOut
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--out", metavar="FILE", help="also write the checkpoint here")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"]) if options["out"] else None

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import ChainVerification
 from audit_app.selectors import injection_log_verify
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 
 
@@ -31,7 +31,7 @@ class Command(BaseCommand):
             metavar="FILE",
             help="a checkpoint file (audit_checkpoint --out): the log must still hold its head",
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

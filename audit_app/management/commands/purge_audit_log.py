@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import PurgeResult
 from audit_app.retention import audit_log_purge
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import TimestampError, to_utc
 
@@ -43,7 +43,7 @@ class Command(BaseCommand):
             "--before", required=True, metavar="DATE", help="YYYY-MM-DD or ISO-8601 timestamp"
         )
         parser.add_argument("--dry-run", action="store_true", help="change nothing")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

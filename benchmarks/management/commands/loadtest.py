@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from benchmarks.loadtest import LoadOptions, LoadTestError, loadtest_run, mix_parse
 from benchmarks.loadtest.workload import DEFAULT_MIX
+from memoryproject.command_output import json_flag_add
 
 
 class Command(BaseCommand):
@@ -62,7 +63,7 @@ class Command(BaseCommand):
             "--drop", action="store_true", help="drop the database afterwards (kept by default)"
         )
         parser.add_argument("--log-dir", default="", help="where gunicorn logs go (a temp dir)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     def handle(self, *args: Any, **options: Any) -> None:

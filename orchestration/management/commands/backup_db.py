@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, refuse
+from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from orchestration.backup import BackupResult, database_backup
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--out", required=True, metavar="FILE", help="the backup file")
         parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
