@@ -5,7 +5,8 @@ status, so cron and scripts read every command alike."""
 from __future__ import annotations
 
 import json
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -18,6 +19,24 @@ BAD_INPUT = 2
 def json_flag_add(parser: CommandParser) -> None:
     """Adds ``--json``: print one JSON object rather than the readable table."""
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+class Answer(Protocol):
+    """A command's result that says itself as one JSON object."""
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+_A = TypeVar("_A", bound=Answer)
+
+
+def answer(command: BaseCommand, result: _A, render: Callable[[_A], str], *, as_json: bool) -> None:
+    """Prints a command's result: ``result.as_json()`` as one JSON object with --json, else the
+    readable ``render(result)`` (which ends its own lines)."""
+    if as_json:
+        command.stdout.write(json.dumps(result.as_json()))
+    else:
+        command.stdout.write(render(result), ending="")
 
 
 def table(rows: list[tuple[str, str]]) -> str:

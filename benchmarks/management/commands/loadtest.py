@@ -7,14 +7,13 @@ Exit status 0 when everything holds, 1 on a lost write, a failed verification or
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from benchmarks.loadtest import LoadOptions, LoadTestError, loadtest_run, mix_parse
+from benchmarks.loadtest import LoadOptions, LoadReport, LoadTestError, loadtest_run, mix_parse
 from benchmarks.loadtest.workload import DEFAULT_MIX
-from memoryproject.command_output import json_flag_add
+from memoryproject.command_output import BAD_INPUT, answer, json_flag_add, refuse
 
 
 class Command(BaseCommand):
@@ -70,15 +69,8 @@ class Command(BaseCommand):
         try:
             report = loadtest_run(self._options(options))
         except LoadTestError as exc:
-            if options["json"]:
-                self.stdout.write(json.dumps({"ok": False, "error": str(exc)}))
-            else:
-                self.stderr.write(f"loadtest: {exc}")
-            raise SystemExit(2) from None
-        if options["json"]:
-            self.stdout.write(json.dumps(report.as_json()))
-        else:
-            self.stdout.write(report.render(), ending="")
+            refuse(self, str(exc), as_json=options["json"], status=BAD_INPUT)
+        answer(self, report, LoadReport.render, as_json=options["json"])
         if not report.ok:
             raise SystemExit(1)
 

@@ -8,13 +8,12 @@ default, one JSON object with --json.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
+from memoryproject.command_output import BAD_INPUT, answer, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from orchestration.backup import BackupResult, database_backup
 
@@ -35,10 +34,7 @@ class Command(BaseCommand):
             result = database_backup(out=Path(options["out"]), force=options["force"])
         except ApplicationError as exc:
             refuse(self, exc.message, as_json=options["json"], status=BAD_INPUT)
-        if options["json"]:
-            self.stdout.write(json.dumps(result.as_json()))
-        else:
-            self.stdout.write(_render(result), ending="")
+        answer(self, result, _render, as_json=options["json"])
 
 
 def _render(result: BackupResult) -> str:
