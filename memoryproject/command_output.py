@@ -1,6 +1,7 @@
-"""What every management command prints the same way: a label/value table (the readable
-default) and a refusal (one JSON object with --json, a line on stderr otherwise) with its exit
-status, so cron and scripts read every command alike."""
+"""What every management command prints the same way: its result (one JSON object with
+--json, else a label/value table, the readable default) and a refusal (one JSON object with
+--json, a line on stderr otherwise) with its exit status, so cron and scripts read every
+command alike."""
 
 from __future__ import annotations
 
