@@ -41,30 +41,32 @@ def can_decide(request: HttpRequest) -> bool:
     )
 
 
-class ContextDecisionForm(forms.Form):
-    decision = forms.ChoiceField(
-        choices=[("approve", "Approve: deliver on the next call"), ("reject", "Reject")],
-        widget=forms.RadioSelect,
-        label="Decision",
-    )
-    reason = forms.CharField(
+def _decision_field(choices: list[tuple[str, str]]) -> forms.ChoiceField:
+    """A reviewer's decision, one of ``choices``, as radio buttons."""
+    return forms.ChoiceField(choices=choices, widget=forms.RadioSelect, label="Decision")
+
+
+def _reason_field() -> forms.CharField:
+    """Why a reviewer decided so: required, recorded in the injection log."""
+    return forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         label="Reason",
         help_text="Required: say why. It is recorded in the injection log.",
     )
+
+
+class ContextDecisionForm(forms.Form):
+    decision = _decision_field(
+        [("approve", "Approve: deliver on the next call"), ("reject", "Reject")]
+    )
+    reason = _reason_field()
 
 
 class FindingDecisionForm(forms.Form):
-    decision = forms.ChoiceField(
-        choices=[(FindingState.RESOLVED, "Resolve"), (FindingState.DISMISSED, "Dismiss")],
-        widget=forms.RadioSelect,
-        label="Decision",
+    decision = _decision_field(
+        [(FindingState.RESOLVED, "Resolve"), (FindingState.DISMISSED, "Dismiss")]
     )
-    reason = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        label="Reason",
-        help_text="Required: say why. It is recorded in the injection log.",
-    )
+    reason = _reason_field()
 
 
 def _pretty(value: object) -> SafeString:

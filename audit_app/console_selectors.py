@@ -12,7 +12,6 @@ number of items a record names."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from django.utils.timesince import timesince
 
 from audit_app.models import ErasedText, InjectionRecord
+from audit_app.receipt_sources import uuids_parsed
 from audit_app.selectors import RECENT_WINDOW, injection_log_verify_recent
 from graph_app.models import ChangeAction, Episode, GraphChange, TemporalFact
 from memoryproject.errors import ApplicationError
@@ -205,16 +205,6 @@ class Delivery:
     sources: list[SourceState]
 
 
-def _uuids(values: list[str]) -> list[uuid.UUID]:
-    out = []
-    for value in values:
-        try:
-            out.append(uuid.UUID(value))
-        except ValueError:
-            continue
-    return out
-
-
 def _session_states(
     items: list[dict[str, str]], project_id: int | None
 ) -> dict[tuple[str, str], dict[str, Any]]:
@@ -222,7 +212,7 @@ def _session_states(
     in_project: dict[str, Any] = {"project_id": project_id}
     wanted = {kind: [i["id"] for i in items if i["kind"] == kind] for kind in ("trace", "summary")}
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for trace in Trace.objects.filter(trace_id__in=_uuids(wanted["trace"]), **in_project):
+    for trace in Trace.objects.filter(trace_id__in=uuids_parsed(wanted["trace"]), **in_project):
         key = str(trace.trace_id)
         found[("trace", key)] = _state(
             "trace",
@@ -234,7 +224,7 @@ def _session_states(
             scores={"trust_score": trace.trust_score, "risk": trace.risk},
         )
     summaries = SessionSummary.objects.select_related("trace", "project").filter(
-        trace__trace_id__in=_uuids(wanted["summary"]), **in_project
+        trace__trace_id__in=uuids_parsed(wanted["summary"]), **in_project
     )
     for summary in summaries:
         key = str(summary.trace.trace_id)

@@ -25,6 +25,14 @@ from django.db.models import Q
 from memoryproject import sql
 
 
+def _source_link(to: str) -> models.ForeignKey[Any, Any]:
+    """A link to the source row an item was delivered from: none when it was gone, and the
+    row cannot be deleted while linked. Indexed by the model's partial indexes, not here."""
+    return models.ForeignKey(
+        to, null=True, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+
+
 class ReceiptSource(models.Model):
     # An index, not evidence: no database constraint to the record, so tampering with the
     # log is left for verification to find (and name) rather than failing somewhere else.
@@ -41,34 +49,10 @@ class ReceiptSource(models.Model):
     # Each row links one of the four (its kind's), so each link is indexed only where set
     # (the partial indexes below): a receipt's commit then writes the pages of one link index,
     # not four (the deletion checks of PROTECT look a row up by a set value, which they use).
-    trace = models.ForeignKey(
-        "sessions_app.Trace",
-        null=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,
-    )
-    summary = models.ForeignKey(
-        "sessions_app.SessionSummary",
-        null=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,
-    )
-    fact = models.ForeignKey(
-        "graph_app.TemporalFact",
-        null=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,
-    )
-    episode = models.ForeignKey(
-        "graph_app.Episode",
-        null=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,
-    )
+    trace = _source_link("sessions_app.Trace")
+    summary = _source_link("sessions_app.SessionSummary")
+    fact = _source_link("graph_app.TemporalFact")
+    episode = _source_link("graph_app.Episode")
 
     class Meta:
         app_label = "audit_app"
@@ -114,29 +98,21 @@ def receipt_sources_add(
     # One query per kind delivered: the source rows that exist (a receipt may name what is gone).
     # Unordered, so that the lookup uses the (project, trace_id) unique index rather than the
     # models' default ordering's index, which reads every trace of the project.
+    def by_trace_id(model: type[models.Model], trace_id: str, wanted: list[str]) -> dict[str, Any]:
+        in_project = model._default_manager.filter(
+            project_id=record.project_id, **{f"{trace_id}__in": uuids_parsed(wanted)}
+        )
+        return {str(t): pk for t, pk in in_project.order_by().values_list(trace_id, "pk")}
+
+    def by_pk(model: type[models.Model], wanted: list[str]) -> dict[str, Any]:
+        existing = model._default_manager.filter(pk__in=wanted)
+        return {pk: pk for pk in existing.values_list("pk", flat=True)}
+
     lookups: dict[str, Any] = {
-        "trace": lambda ids: {
-            str(t): pk
-            for t, pk in Trace.objects.filter(
-                project_id=record.project_id, trace_id__in=_uuids(ids)
-            )
-            .order_by()
-            .values_list("trace_id", "pk")
-        },
-        "summary": lambda ids: {
-            str(t): pk
-            for t, pk in SessionSummary.objects.filter(
-                project_id=record.project_id, trace__trace_id__in=_uuids(ids)
-            )
-            .order_by()
-            .values_list("trace__trace_id", "pk")
-        },
-        "fact": lambda ids: {
-            pk: pk for pk in TemporalFact.objects.filter(pk__in=ids).values_list("pk", flat=True)
-        },
-        "episode": lambda ids: {
-            pk: pk for pk in Episode.objects.filter(pk__in=ids).values_list("pk", flat=True)
-        },
+        "trace": lambda wanted: by_trace_id(Trace, "trace_id", wanted),
+        "summary": lambda wanted: by_trace_id(SessionSummary, "trace__trace_id", wanted),
+        "fact": lambda wanted: by_pk(TemporalFact, wanted),
+        "episode": lambda wanted: by_pk(Episode, wanted),
     }
     found: dict[str, dict[str, int | str]] = {
         kind: lookup(ids(kind)) if ids(kind) else {} for kind, lookup in lookups.items()
@@ -166,7 +142,7 @@ def receipts_delivering(item_id: str, kinds: Sequence[str] = _LINKS) -> Q:
     from sessions_app.models import SessionSummary, Trace
 
     value = item_id.strip()
-    as_uuid = _uuids([value])
+    as_uuid = uuids_parsed([value])
     # Each kind's link, as a filter of the source rows.
     by_link: dict[str, dict[str, Any]] = {"fact": {"fact": value}, "episode": {"episode": value}}
     if as_uuid:
@@ -183,7 +159,8 @@ def receipts_delivering(item_id: str, kinds: Sequence[str] = _LINKS) -> Q:
     return found
 
 
-def _uuids(values: Sequence[str]) -> list[uuid.UUID]:
+def uuids_parsed(values: Sequence[str]) -> list[uuid.UUID]:
+    """The UUIDs among ``values``, parsed (the others left out)."""
     out = []
     for value in values:
         try:

@@ -30,9 +30,7 @@ def delivery_receipt(
     the transaction that answers."""
     record = compliance().receipt_append(
         project=project,
-        channel=caller.channel,
-        client=caller.client,
-        client_reported=caller.client_reported,
+        **caller.receipt_fields(),
         status="injected",
         decision="",
         trust_score=1.0,

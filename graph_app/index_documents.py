@@ -38,14 +38,52 @@ def _ts(value: datetime | None, default: float = INF) -> float:
     return value.timestamp() if value is not None else default
 
 
-def _fact_status(row: dict[str, Any]) -> str:
-    # A line states how the fact ends, whenever that is: "superseded" once its successor's
-    # time comes (lines are indexed once, not per instant).
+def fact_row_status(row: dict[str, Any]) -> str:
+    """The status a fact row's line states: how the fact ends, whenever that is ("superseded"
+    once its successor's time comes: lines are indexed once, not per instant)."""
     return fact_status(
         valid_from=row["valid_from"],
         valid_until=row["valid_until"],
         superseded=row["superseded_by_id"] is not None,
         at=_END_OF_TIME,
+    )
+
+
+def fact_row_text(row: dict[str, Any]) -> str:
+    """The indexed text of a fact row (what its terms are read from)."""
+    subject, name = row["subject__slug"], row["subject__name"] or ""
+    return fact_text(
+        subject=subject,
+        subject_name=name if name != subject else "",
+        predicate=row["predicate"],
+        object_value=row["object_value"],
+        source_title=row["source_episode__title"] or "",
+    )
+
+
+def episode_row_line(
+    row: dict[str, Any], files: list[str], *, occurred_at: datetime | None
+) -> tuple[str, int, int]:
+    """The cited line of an episode row whose files are ``files`` (``episode_line``)."""
+    return episode_line(
+        episode_id=row["id"],
+        category=row["category"],
+        title=row["title"],
+        content=row["content"],
+        occurred_at=occurred_at,
+        files=files,
+        external_id=row["external_id"],
+    )
+
+
+def episode_row_text(row: dict[str, Any], files: list[str]) -> str:
+    """The indexed text of an episode row whose files are ``files``."""
+    return episode_text(
+        category=row["category"],
+        title=row["title"],
+        content=row["content"],
+        files=files,
+        occurred_at=row["occurred_at"],
     )
 
 
@@ -69,7 +107,7 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
         object_value=row["object_value"],
         valid_from=row["valid_from"],
         valid_until=row["valid_until"],
-        status=intern(_fact_status(row)),
+        status=intern(fact_row_status(row)),
         source_episode=row["source_episode_id"],
         sha256=row["sha256"],
     )
@@ -83,13 +121,7 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
             "object_value": row["object_value"],
         }
     )
-    text = fact_text(
-        subject=subject,
-        subject_name=name if name != subject else "",
-        predicate=row["predicate"],
-        object_value=row["object_value"],
-        source_title=row["source_episode__title"] or "",
-    )
+    text = fact_row_text(row)
     item = IndexItem(
         kind="fact",
         id=row["id"],
@@ -150,15 +182,8 @@ def flags_text(fields: dict[str, Any]) -> str:
 def episode_doc(row: dict[str, Any]) -> MemoryDoc:
     files = [str(f) for f in row["files_touched"] or []]
     occurred: datetime = row["occurred_at"]
-    line, keep, tail = episode_line(
-        episode_id=row["id"],
-        category=row["category"],
-        title=row["title"],
-        content=row["content"],
-        occurred_at=None,  # the day is the heading of the episode's section
-        files=files,
-        external_id=row["external_id"],
-    )
+    # Undated: the day is the heading of the episode's section.
+    line, keep, tail = episode_row_line(row, files, occurred_at=None)
     flags = flags_text(
         {
             "title": row["title"],
@@ -168,13 +193,7 @@ def episode_doc(row: dict[str, Any]) -> MemoryDoc:
             "entities_mentioned": [str(e) for e in row["entities_mentioned"] or []],
         }
     )
-    text = episode_text(
-        category=row["category"],
-        title=row["title"],
-        content=row["content"],
-        files=files,
-        occurred_at=occurred,
-    )
+    text = episode_row_text(row, files)
     stream, position = _stream_of(row["metadata"])
     stream = _interned(stream)
     item = IndexItem(

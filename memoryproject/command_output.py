@@ -1,18 +1,43 @@
-"""What every management command prints the same way: a label/value table (the readable
-default) and a refusal (one JSON object with --json, a line on stderr otherwise) with its exit
-status, so cron and scripts read every command alike."""
+"""What every management command prints the same way: its result (one JSON object with
+--json, else a label/value table, the readable default) and a refusal (one JSON object with
+--json, a line on stderr otherwise) with its exit status, so cron and scripts read every
+command alike."""
 
 from __future__ import annotations
 
 import json
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, Protocol, TypeVar
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 #: Exit status of a refusal: 1 when what was checked does not hold (audit and verification
 #: commands), 2 when the input was bad (the portability commands).
 CHECK_FAILED = 1
 BAD_INPUT = 2
+
+
+def json_flag_add(parser: CommandParser) -> None:
+    """Adds ``--json``: print one JSON object rather than the readable table."""
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+class Answer(Protocol):
+    """A command's result that says itself as one JSON object."""
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+_A = TypeVar("_A", bound=Answer)
+
+
+def answer(command: BaseCommand, result: _A, render: Callable[[_A], str], *, as_json: bool) -> None:
+    """Prints a command's result: ``result.as_json()`` as one JSON object with --json, else the
+    readable ``render(result)`` (which ends its own lines)."""
+    if as_json:
+        command.stdout.write(json.dumps(result.as_json()))
+    else:
+        command.stdout.write(render(result), ending="")
 
 
 def table(rows: list[tuple[str, str]]) -> str:

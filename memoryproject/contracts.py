@@ -375,6 +375,14 @@ class Caller(Input):
     client: Annotated[Text, Field(max_length=200)] = ""
     client_reported: Annotated[Text, Field(max_length=200)] = ""
 
+    def receipt_fields(self) -> dict[str, str]:
+        """Who asks, as the keywords a receipt records it under."""
+        return {
+            "channel": self.channel,
+            "client": self.client,
+            "client_reported": self.client_reported,
+        }
+
 
 I = TypeVar("I", bound=Input)  # noqa: E741
 _UNSET: Any = object()

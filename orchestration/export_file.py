@@ -38,6 +38,7 @@ from memoryproject.models import Project
 from memoryproject.timeutil import TimestampError, to_utc
 from sessions_app.contracts import TraceInput
 from sessions_app.models import SessionSummary, Trace
+from sessions_app.selectors import TRACE_COLUMNS
 
 FORMAT = "memoryproject-export"
 VERSION = 1
@@ -104,20 +105,7 @@ _CONTRACTS: dict[str, dict[str, tuple[type[BaseModel], str]]] = {
         },
         "source_episode_id": (FactUpsertInput, "source_episode"),
     },
-    "trace": {
-        c: (TraceInput, c)
-        for c in (
-            "trace_id",
-            "created_at",
-            "model",
-            "policy",
-            "decision",
-            "trust_score",
-            "risk",
-            "status_code",
-            "metadata",
-        )
-    },
+    "trace": {c: (TraceInput, c) for c in TRACE_COLUMNS},
     # A saved summary's scores are a trace's scores.
     "session_summary": {c: (TraceInput, c) for c in ("trust_score", "risk", "decision")},
 }

@@ -107,9 +107,7 @@ def plan_context(*, project: Project, params: PlanInput, caller: Caller) -> Plan
         _traces_held(project, traces, held)
         record = compliance().receipt_append(
             project=project,
-            channel=caller.channel,
-            client=caller.client,
-            client_reported=caller.client_reported,
+            **caller.receipt_fields(),
             status=status,
             decision=decision,
             trust_score=score.confidence,
@@ -225,9 +223,7 @@ def _plan_approved(
     generated_at = utcnow()
     record = compliance().receipt_append(
         project=project,
-        channel=caller.channel,
-        client=caller.client,
-        client_reported=caller.client_reported,
+        **caller.receipt_fields(),
         status="injected",
         decision=review.decision,
         trust_score=review.trust_score,

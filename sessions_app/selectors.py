@@ -19,8 +19,9 @@ from sessions_app.domain.context import TraceView
 from sessions_app.domain.records import content_sha256, summary_canonical, trace_canonical
 from sessions_app.models import SessionSummary, Trace
 
-# What context extraction reads, and what the receipt's content hash of each trace covers.
-_PLAN_COLUMNS = (
+#: A trace's recorded columns: what context extraction reads, what the receipt's content hash
+#: of each trace covers, and what an export file holds of a trace.
+TRACE_COLUMNS = (
     "trace_id",
     "created_at",
     "model",
@@ -67,7 +68,7 @@ def _recent_sql() -> str:
     """The plan's read (every request): the newest traces of a project, through the
     trace_project_recent index, in a statement built once."""
     return (
-        f"{sql.select(Trace, ('pk', *_PLAN_COLUMNS))} "
+        f"{sql.select(Trace, ('pk', *TRACE_COLUMNS))} "
         f"WHERE {sql.column(Trace, 'project')} = %s "
         f"ORDER BY {sql.column(Trace, 'created_at')} DESC, {sql.column(Trace, 'pk')} DESC "
         "LIMIT %s"
@@ -97,8 +98,8 @@ def _trace_view_kept(using: str, project_slug: str, raw: tuple[Any, ...]) -> Tra
 
 
 def _trace_view_of(using: str, project_slug: str, raw: tuple[Any, ...]) -> TraceView:
-    pk, *values = sql.row_converter(Trace, ("pk", *_PLAN_COLUMNS), using)(raw)
-    row = dict(zip(_PLAN_COLUMNS, values, strict=True))
+    pk, *values = sql.row_converter(Trace, ("pk", *TRACE_COLUMNS), using)(raw)
+    row = dict(zip(TRACE_COLUMNS, values, strict=True))
     metadata = row["metadata"] if isinstance(row["metadata"], dict) else {}
     return TraceView(
         trace_id=str(row["trace_id"]),
@@ -113,14 +114,14 @@ def _trace_view_of(using: str, project_slug: str, raw: tuple[Any, ...]) -> Trace
 
 
 def _trace_sha256(row: dict[str, Any], project_slug: str) -> str:
-    fields = {name: row[name] for name in _PLAN_COLUMNS}
+    fields = {name: row[name] for name in TRACE_COLUMNS}
     fields["trace_id"] = str(fields["trace_id"])
     return content_sha256(trace_canonical(project=project_slug, **fields))
 
 
 def trace_sha256(trace: Trace) -> str:
     """The content hash a receipt records for ``trace`` (to tell whether it changed since)."""
-    row = {name: getattr(trace, name) for name in _PLAN_COLUMNS}
+    row = {name: getattr(trace, name) for name in TRACE_COLUMNS}
     return _trace_sha256(row, trace.project.slug)
 
 

@@ -57,14 +57,14 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
     tokens = count_tokens(text)
     signals = scored.signals()
     now = utcnow()
+    # The summary and its trace carry the same scores.
+    scores = {"decision": score.decision, "trust_score": score.confidence, "risk": score.risk}
     with write_transaction():
         trace = Trace.objects.create(
             project=project,
             created_at=now,
             policy=SESSION_SAVE_POLICY,
-            decision=score.decision,
-            trust_score=score.confidence,
-            risk=score.risk,
+            **scores,
             metadata={**scored.sections, "summary_chars": len(text), "summary_tokens": tokens},
         )
         saved = SessionSummary.objects.create(
@@ -73,9 +73,7 @@ def session_save(*, project: Project, params: SaveInput) -> SaveResult:
             summary=text,
             tokens=tokens,
             signals=signals,
-            trust_score=score.confidence,
-            risk=score.risk,
-            decision=score.decision,
+            **scores,
             created_at=now,
         )
     screening = screening_out(
@@ -234,9 +232,7 @@ def session_load(*, project: Project, params: LoadInput, caller: Caller) -> Load
         block = approved.text if approved is not None else session_block_render(summary)
         record = compliance().receipt_append(
             project=project,
-            channel=caller.channel,
-            client=caller.client,
-            client_reported=caller.client_reported,
+            **caller.receipt_fields(),
             status="injected",
             decision=summary.decision,
             trust_score=summary.trust_score,

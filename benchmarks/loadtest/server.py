@@ -15,6 +15,9 @@ from typing import IO
 
 from benchmarks.loadtest.target import REPO, LoadTestError
 
+#: The command that serves the project's WSGI application under gunicorn (its options follow).
+GUNICORN = (sys.executable, "-m", "gunicorn", "memoryproject.wsgi:application")
+
 
 def free_port() -> int:
     """A TCP port free on the loopback interface now."""
@@ -56,10 +59,7 @@ class AppServer:
 
     def command(self) -> list[str]:
         return [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "memoryproject.wsgi:application",
+            *GUNICORN,
             "--bind",
             f"127.0.0.1:{self.port}",
             "--worker-class",

@@ -1,22 +1,26 @@
 """Loads a project's memory into the in-memory reference (``reference.py``): the same rows the
-compiler's index reads (``graph_app.index_selectors``), the same indexed texts, tokens and cited
-lines (``graph_app.domain.render``), so the two rank and pack the same corpus."""
+compiler's index reads (``graph_app.index_selectors``), the same indexed texts
+(``graph_app.index_documents``), tokens and cited lines (``graph_app.domain.render``), so the two
+rank and pack the same corpus."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from benchmarks.memory.reference import RefDoc, ReferenceIndex
-from graph_app.domain.render import episode_line, episode_text, fact_line, fact_text
-from graph_app.domain.supersession import fact_status
+from graph_app.domain.render import fact_line
 from graph_app.domain.tokenize import occurrence_terms, tokenize
+from graph_app.index_documents import (
+    episode_row_line,
+    episode_row_text,
+    fact_row_status,
+    fact_row_text,
+)
 from graph_app.index_selectors import episode_rows_changed_since, fact_rows_changed_since
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens
-
-_END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 def _fact(row: dict[str, Any]) -> RefDoc:
@@ -28,23 +32,11 @@ def _fact(row: dict[str, Any]) -> RefDoc:
         object_value=row["object_value"],
         valid_from=row["valid_from"],
         valid_until=row["valid_until"],
-        status=fact_status(
-            valid_from=row["valid_from"],
-            valid_until=row["valid_until"],
-            superseded=row["superseded_by_id"] is not None,
-            at=_END_OF_TIME,
-        ),
+        status=fact_row_status(row),
         source_episode=row["source_episode_id"],
         sha256=row["sha256"],
     )
-    name = row["subject__name"] or ""
-    text = fact_text(
-        subject=subject,
-        subject_name=name if name != subject else "",
-        predicate=row["predicate"],
-        object_value=row["object_value"],
-        source_title=row["source_episode__title"] or "",
-    )
+    text = fact_row_text(row)
     return RefDoc(
         key=f"fact:{row['id']}",
         tokens=tuple(tokenize(text)),
@@ -58,22 +50,8 @@ def _fact(row: dict[str, Any]) -> RefDoc:
 def _episode(row: dict[str, Any]) -> RefDoc:
     files = [str(f) for f in row["files_touched"] or []]
     occurred: datetime = row["occurred_at"]
-    line, _, _ = episode_line(
-        episode_id=row["id"],
-        category=row["category"],
-        title=row["title"],
-        content=row["content"],
-        occurred_at=occurred,
-        files=files,
-        external_id=row["external_id"],
-    )
-    text = episode_text(
-        category=row["category"],
-        title=row["title"],
-        content=row["content"],
-        files=files,
-        occurred_at=occurred,
-    )
+    line, _, _ = episode_row_line(row, files, occurred_at=occurred)
+    text = episode_row_text(row, files)
     terms = occurrence_terms(occurred.year, occurred.month, occurred.day)
     return RefDoc(
         key=f"episode:{row['id']}",

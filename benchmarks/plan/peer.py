@@ -30,7 +30,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from benchmarks.loadtest.server import AppServer, free_port
+from benchmarks.loadtest.server import GUNICORN, AppServer, free_port
 from benchmarks.loadtest.target import REPO, LoadTestError, target_prepare
 from benchmarks.stats import percentile
 
@@ -90,10 +90,7 @@ class OurServer(AppServer):
 
     def command(self) -> list[str]:
         return [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "memoryproject.wsgi:application",
+            *GUNICORN,
             "--config",
             str(GUNICORN_CONF),
             "--bind",

@@ -7,7 +7,7 @@ string answers the page with the rule it broke (400); an unknown entity is a 404
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.contrib import admin
@@ -17,11 +17,13 @@ from django.shortcuts import render
 
 from graph_app.console.contracts import EntityBrowseInput, EntityListInput
 from graph_app.console.selectors import entities_for_browser, entity_for_browser, entity_page
+from memoryproject.contracts import Input
 from memoryproject.errors import ApplicationError, NotFoundError
 
 VIEW_PERMISSION = "graph_app.view_entity"
 
 View = Callable[..., HttpResponse]
+InputT = TypeVar("InputT", bound=Input)
 
 
 def browser_view(view: View) -> View:
@@ -35,8 +37,19 @@ def browser_view(view: View) -> View:
     return admin.site.admin_view(guarded)
 
 
-def _query(request: HttpRequest, names: tuple[str, ...]) -> dict[str, str]:
-    return {name: request.GET[name] for name in names if name in request.GET}
+def _page_context(request: HttpRequest, title: str, form: tuple[str, ...]) -> dict[str, Any]:
+    """The admin's context for a browser page, with the query's ``form`` fields as given."""
+    return {
+        **admin.site.each_context(request),
+        "title": title,
+        "form": {name: request.GET.get(name, "") for name in form},
+    }
+
+
+def _parsed(request: HttpRequest, model: type[InputT]) -> InputT:
+    """The query string as ``model``'s input (its fields not given keep their defaults)."""
+    given = {name: request.GET[name] for name in model.model_fields if name in request.GET}
+    return model.parse(given, strict=False)
 
 
 def _link(request: HttpRequest, **changes: object) -> str:
@@ -58,17 +71,14 @@ def _page_links(request: HttpRequest, page: Any, name: str) -> dict[str, str]:
 
 @browser_view
 def entity_detail(request: HttpRequest, project: str, entity: str) -> HttpResponse:
-    context: dict[str, Any] = {**admin.site.each_context(request), "title": entity}
-    context["form"] = {name: request.GET.get(name, "") for name in ("as_of", "known_at")}
+    context = _page_context(request, entity, ("as_of", "known_at"))
     try:
         found = entity_for_browser(project_slug=project, entity_slug=entity)
     except NotFoundError as exc:
         raise Http404(exc.message) from None
     context["entity"] = found
     try:
-        params = EntityBrowseInput.parse(
-            _query(request, tuple(EntityBrowseInput.model_fields)), strict=False
-        )
+        params = _parsed(request, EntityBrowseInput)
     except ApplicationError as exc:
         context["error"] = exc.message
         return render(request, "console/entity.html", context, status=400)
@@ -84,12 +94,9 @@ def entity_detail(request: HttpRequest, project: str, entity: str) -> HttpRespon
 
 @browser_view
 def entity_list(request: HttpRequest) -> HttpResponse:
-    context: dict[str, Any] = {**admin.site.each_context(request), "title": "Memory browser"}
-    context["form"] = {name: request.GET.get(name, "") for name in ("project", "q")}
+    context = _page_context(request, "Memory browser", ("project", "q"))
     try:
-        params = EntityListInput.parse(
-            _query(request, tuple(EntityListInput.model_fields)), strict=False
-        )
+        params = _parsed(request, EntityListInput)
     except ApplicationError as exc:
         context["error"] = exc.message
         return render(request, "console/entities.html", context, status=400)

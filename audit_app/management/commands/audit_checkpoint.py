@@ -8,7 +8,6 @@ default, one JSON object with --json.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.checkpoints import audit_checkpoint_create
 from audit_app.contracts import CheckpointOut
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import answer, json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 
 
@@ -25,7 +24,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--out", metavar="FILE", help="also write the checkpoint here")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"]) if options["out"] else None
@@ -34,10 +33,7 @@ class Command(BaseCommand):
         except (ApplicationError, OSError) as exc:
             message = exc.message if isinstance(exc, ApplicationError) else str(exc)
             refuse(self, message, as_json=options["json"])
-        if options["json"]:
-            self.stdout.write(json.dumps(checkpoint.as_json()))
-        else:
-            self.stdout.write(self._render(checkpoint), ending="")
+        answer(self, checkpoint, self._render, as_json=options["json"])
 
     def _render(self, checkpoint: CheckpointOut) -> str:
         body = checkpoint.body

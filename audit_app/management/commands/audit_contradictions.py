@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import ContradictionAuditResult
 from audit_app.findings import contradictions_audit
+from memoryproject.command_output import json_flag_add
 from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
@@ -31,7 +32,7 @@ class Command(BaseCommand):
             action="store_true",
             help="retire the older side of each resolvable conflict into history",
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

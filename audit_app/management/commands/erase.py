@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.erasure import erase
+from memoryproject.command_output import json_flag_add
 from memoryproject.errors import ApplicationError
 from memoryproject.projects import project_resolve
 
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--reason", required=True, help="why (recorded in the log)")
         parser.add_argument("--project", help="project slug of a graph record")
         parser.add_argument("--by", default=None, help="who asks (default: the OS user)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = next(n for n in TARGETS if options.get(n))

@@ -8,14 +8,13 @@ notice. A readable table by default, one JSON object with --json.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import ChainVerification
 from audit_app.selectors import injection_log_verify
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import answer, json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 
 
@@ -31,17 +30,14 @@ class Command(BaseCommand):
             metavar="FILE",
             help="a checkpoint file (audit_checkpoint --out): the log must still hold its head",
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             result = injection_log_verify(checkpoint=options["checkpoint"])
         except ApplicationError as exc:
             refuse(self, exc.message, as_json=options["json"])
-        if options["json"]:
-            self.stdout.write(json.dumps(result.as_json()))
-        else:
-            self.stdout.write(self._render(result), ending="")
+        answer(self, result, self._render, as_json=options["json"])
         if not result.ok:
             raise SystemExit(1)
 

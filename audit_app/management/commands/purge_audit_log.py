@@ -9,14 +9,13 @@ readable table by default, one JSON object with --json.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import PurgeResult
 from audit_app.retention import audit_log_purge
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import answer, json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import TimestampError, to_utc
 
@@ -43,7 +42,7 @@ class Command(BaseCommand):
             "--before", required=True, metavar="DATE", help="YYYY-MM-DD or ISO-8601 timestamp"
         )
         parser.add_argument("--dry-run", action="store_true", help="change nothing")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -55,10 +54,7 @@ class Command(BaseCommand):
             )
         except ApplicationError as exc:
             refuse(self, exc.message, as_json=options["json"])
-        if options["json"]:
-            self.stdout.write(json.dumps(result.as_json()))
-        else:
-            self.stdout.write(self._render(result), ending="")
+        answer(self, result, self._render, as_json=options["json"])
 
     def _render(self, result: PurgeResult) -> str:
         if result.records == 0:

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import refuse, table
+from memoryproject.command_output import json_flag_add, refuse, table
 from memoryproject.errors import ApplicationError
 from memoryproject.witness import public_key_pem, witness
 
@@ -23,7 +23,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--public-key", action="store_true", help="print the public key")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         as_json = options["json"]

@@ -48,16 +48,20 @@
     }),
   });
 
-  charts.trust = new Chart(document.getElementById("chart-trust"), {
-    type: "bar",
-    data: {
-      labels: data.trust.labels,
-      datasets: [{ label: "deliveries", data: data.trust.counts, backgroundColor: "#1f5fbf" }],
-    },
-    options: Object.assign({}, common, {
-      scales: { y: integerAxis },
-      plugins: { legend: { display: false } },
-    }),
+  // Deliveries counted by one label ({labels, counts}): bars of one colour, no legend.
+  function deliveryBars(canvasId, counted, colour, layout) {
+    return new Chart(document.getElementById(canvasId), {
+      type: "bar",
+      data: {
+        labels: counted.labels,
+        datasets: [{ label: "deliveries", data: counted.counts, backgroundColor: colour }],
+      },
+      options: Object.assign({}, common, layout, { plugins: { legend: { display: false } } }),
+    });
+  }
+
+  charts.trust = deliveryBars("chart-trust", data.trust, "#1f5fbf", {
+    scales: { y: integerAxis },
   });
 
   charts.escalate = new Chart(document.getElementById("chart-escalate"), {
@@ -79,17 +83,9 @@
     options: Object.assign({}, common, { scales: { y: { beginAtZero: true, max: 100 } } }),
   });
 
-  charts.clients = new Chart(document.getElementById("chart-clients"), {
-    type: "bar",
-    data: {
-      labels: data.clients.labels,
-      datasets: [{ label: "deliveries", data: data.clients.counts, backgroundColor: "#8a4baf" }],
-    },
-    options: Object.assign({}, common, {
-      indexAxis: "y",
-      scales: { x: integerAxis },
-      plugins: { legend: { display: false } },
-    }),
+  charts.clients = deliveryBars("chart-clients", data.clients, "#8a4baf", {
+    indexAxis: "y",
+    scales: { x: integerAxis },
   });
 
   window.dashboardCharts = charts;

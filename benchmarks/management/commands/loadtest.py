@@ -7,13 +7,13 @@ Exit status 0 when everything holds, 1 on a lost write, a failed verification or
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from benchmarks.loadtest import LoadOptions, LoadTestError, loadtest_run, mix_parse
+from benchmarks.loadtest import LoadOptions, LoadReport, LoadTestError, loadtest_run, mix_parse
 from benchmarks.loadtest.workload import DEFAULT_MIX
+from memoryproject.command_output import BAD_INPUT, answer, json_flag_add, refuse
 
 
 class Command(BaseCommand):
@@ -62,22 +62,15 @@ class Command(BaseCommand):
             "--drop", action="store_true", help="drop the database afterwards (kept by default)"
         )
         parser.add_argument("--log-dir", default="", help="where gunicorn logs go (a temp dir)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             report = loadtest_run(self._options(options))
         except LoadTestError as exc:
-            if options["json"]:
-                self.stdout.write(json.dumps({"ok": False, "error": str(exc)}))
-            else:
-                self.stderr.write(f"loadtest: {exc}")
-            raise SystemExit(2) from None
-        if options["json"]:
-            self.stdout.write(json.dumps(report.as_json()))
-        else:
-            self.stdout.write(report.render(), ending="")
+            refuse(self, str(exc), as_json=options["json"], status=BAD_INPUT)
+        answer(self, report, LoadReport.render, as_json=options["json"])
         if not report.ok:
             raise SystemExit(1)
 

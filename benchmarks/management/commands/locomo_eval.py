@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.locomo.recall import locomo_recall, recall_lines
 from benchmarks.locomo.tuning import cross_validate
+from memoryproject.command_output import json_flag_add
 
 
 class Command(BaseCommand):
@@ -30,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--conversations", default="", help="comma-separated names, e.g. conv-26,conv-30"
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
         parser.add_argument(
             "--cross-validate",
             action="store_true",

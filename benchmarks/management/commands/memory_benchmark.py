@@ -29,6 +29,7 @@ from benchmarks.memory.report import (
     sweep_lines,
 )
 from benchmarks.memory.synthetic import SCALES, scale_parse
+from memoryproject.command_output import json_flag_add
 
 
 def _sizes(text: str) -> list[int]:
@@ -65,7 +66,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--cold-start", metavar="PROJECT", help="(internal) the new process")
         parser.add_argument("--query", default="what does it depend on")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["cold_start"]:

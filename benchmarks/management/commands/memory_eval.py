@@ -19,6 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.retrieval.evaluate import report_lines, run_eval
+from memoryproject.command_output import json_flag_add
 
 
 class Command(BaseCommand):
@@ -28,7 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--services", type=int, default=12, help="entities (3..16)")
         parser.add_argument("--budget", type=int, default=800, help="max_tokens per compile")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not 3 <= options["services"] <= 16:

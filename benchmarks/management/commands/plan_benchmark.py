@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmarks.loadtest.target import LoadTestError
 from benchmarks.plan.latency import BENCH_PROJECT, latency_table, plan_benchmark
 from benchmarks.plan.peer import peer_compare_in, peer_missing, peer_table
+from memoryproject.command_output import json_flag_add
 
 
 class Command(BaseCommand):
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--iterations", type=int, default=200, help="timed calls (200)")
         parser.add_argument("--n", type=int, default=5, help="traces per plan (5)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
         parser.add_argument(
             "--in-place",
             action="store_true",

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from graph_app.domain.distill import distill, index_words
 from graph_app.domain.termvectors import DEFAULT_PATH
+from memoryproject.command_output import json_flag_add
 
 
 def _read_model(folder: Path) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=str(DEFAULT_PATH), help="table file (.npz)")
         parser.add_argument("--dim", type=int, default=256, help="dimensions kept (PCA)")
         parser.add_argument("--batch", type=int, default=1024, help="words per forward pass")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not 8 <= options["dim"] <= 4096:

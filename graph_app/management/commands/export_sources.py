@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from graph_app.contracts.compile import CompileInput, CompileResult, SourceBundle
 from graph_app.delivery import context_deliver
-from memoryproject.command_output import table
+from memoryproject.command_output import json_flag_add, table
 from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError
 from memoryproject.projects import project_resolve
@@ -39,7 +39,7 @@ class Command(BaseCommand):
             "--max-tokens", dest="max_tokens", type=int, default=None, help="budget (64..32000)"
         )
         parser.add_argument("--out", required=True, metavar="FILE", help="where to write it")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"])

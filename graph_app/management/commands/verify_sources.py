@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from graph_app.domain.proofs import bundle_check, bundle_shape_problem
 from memoryproject.checkpoint_key import checkpoint_key
-from memoryproject.command_output import table
+from memoryproject.command_output import json_flag_add, table
 from memoryproject.errors import ApplicationError
 
 SIGNATURE_SAYS = {
@@ -42,7 +42,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", metavar="FILE", help="a bundle written by export_sources")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         bundle = self._read(Path(options["file"]))

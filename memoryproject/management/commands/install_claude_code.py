@@ -37,6 +37,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError
 from django.utils.text import slugify
 
+from memoryproject.command_output import json_flag_add
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project
 from memoryproject.projects import validate_project_slug
@@ -230,7 +231,7 @@ class Command(BaseCommand):
             "--force", action="store_true", help="replace a save.md this installer did not write"
         )
         parser.add_argument("--dry-run", action="store_true", help="say what would change")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

@@ -8,13 +8,12 @@ default, one JSON object with --json.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, refuse
+from memoryproject.command_output import BAD_INPUT, answer, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from orchestration.backup import BackupResult, database_backup
 
@@ -28,17 +27,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--out", required=True, metavar="FILE", help="the backup file")
         parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             result = database_backup(out=Path(options["out"]), force=options["force"])
         except ApplicationError as exc:
             refuse(self, exc.message, as_json=options["json"], status=BAD_INPUT)
-        if options["json"]:
-            self.stdout.write(json.dumps(result.as_json()))
-        else:
-            self.stdout.write(_render(result), ending="")
+        answer(self, result, _render, as_json=options["json"])
 
 
 def _render(result: BackupResult) -> str:

@@ -21,6 +21,7 @@ from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import compiler_cache_clear
 from graph_app.integrity import integrity_verify
 from graph_app.time_travel import graph_as_of
+from memoryproject.command_output import json_flag_add
 from memoryproject.contracts import Caller
 from memoryproject.models import Project
 from memoryproject.scratch_db import temporary_database
@@ -332,7 +333,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         warnings.filterwarnings("ignore", "No directory at", UserWarning)

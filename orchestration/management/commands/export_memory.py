@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, refuse
+from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from orchestration.portability import project_export
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True, help="the project's slug")
         parser.add_argument("--out", required=True, metavar="FILE", help="file to write")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = Path(options["out"])

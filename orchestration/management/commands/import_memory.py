@@ -18,7 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DataError, IntegrityError
 
-from memoryproject.command_output import BAD_INPUT, refuse
+from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from orchestration.portability import project_import
 
@@ -34,7 +34,7 @@ class Command(BaseCommand):
             action="store_true",
             help="leave the receipts out when the injection log here cannot take them",
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         as_json = options["json"]

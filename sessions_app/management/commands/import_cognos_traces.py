@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, refuse
+from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project, slug_validator
 from memoryproject.writes import write_transaction
@@ -25,7 +25,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("db", metavar="DB.sqlite3", help="the CognOS trace database")
         parser.add_argument("--project", required=True, help="project to import into (created)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         as_json = options["json"]

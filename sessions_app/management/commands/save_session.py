@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memoryproject.command_output import json_flag_add
 from memoryproject.contracts import Caller
 from memoryproject.errors import ApplicationError
 from memoryproject.projects import project_resolve
@@ -38,7 +39,7 @@ class Command(BaseCommand):
         source.add_argument(
             "stdin", nargs="?", choices=["-"], metavar="-", help="read the summary from stdin"
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         summary = self._read(options["file"])
