@@ -19,6 +19,7 @@ from typing import Any
 from django.utils.timesince import timesince
 
 from audit_app.models import ErasedText, InjectionRecord
+from audit_app.receipt_selectors import source_compared
 from audit_app.receipt_sources import uuids_parsed
 from audit_app.selectors import RECENT_WINDOW, injection_log_verify_recent
 from graph_app.models import ChangeAction, Episode, GraphChange, TemporalFact
@@ -288,12 +289,7 @@ def delivery_view(record: InjectionRecord) -> Delivery:
         sha_now = found["sha_now"] if found else None
         sources.append(
             SourceState(
-                kind=item["kind"],
-                id=item["id"],
-                sha256=item["sha256"],
-                sha256_now=sha_now,
-                changed_since=sha_now != item["sha256"],
-                erased=bool(found and found["erased"]),
+                **source_compared(item, sha_now, erased=bool(found and found["erased"])),
                 exists=found is not None,
                 label=found["label"] if found else f"{item['kind']} {item['id']} (no longer held)",
                 admin=found.get("admin") if found else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from django.db.models import QuerySet
 
@@ -106,6 +107,19 @@ def sources_now(
     return _hashes_now(items, project_id)
 
 
+def source_compared(item: dict[str, str], sha_now: str | None, *, erased: bool) -> dict[str, Any]:
+    """A delivered source (a receipt's item) against its content hash now (None: the row is
+    gone): its kind, id, both hashes, whether it changed since, and whether it was erased."""
+    return {
+        "kind": item["kind"],
+        "id": item["id"],
+        "sha256": item["sha256"],
+        "sha256_now": sha_now,
+        "changed_since": sha_now != item["sha256"],
+        "erased": erased,
+    }
+
+
 def injection_detail(*, record_id: int, project_ids: Iterable[int]) -> InjectionDetail:
     """One receipt with the text as delivered and, per source, whether it changed since."""
     record = injections_query(project_ids=project_ids).filter(pk=record_id).first()
@@ -115,16 +129,7 @@ def injection_detail(*, record_id: int, project_ids: Iterable[int]) -> Injection
     sources = []
     for item in record.items:
         sha_now, erased = now.get((item["kind"], item["id"]), (None, False))
-        sources.append(
-            SourceNow(
-                kind=item["kind"],
-                id=item["id"],
-                sha256=item["sha256"],
-                sha256_now=sha_now,
-                changed_since=sha_now != item["sha256"],
-                erased=erased,
-            )
-        )
+        sources.append(SourceNow(**source_compared(item, sha_now, erased=erased)))
     text = record.system_prompt
     return InjectionDetail(
         **injection_view(record).model_dump(),
