@@ -45,6 +45,16 @@ def _label(power: int) -> str:
     return f"{value:g}"
 
 
+def _grid_line(x1: object, y1: object, x2: object, y2: object) -> str:
+    """A grid line; the coordinates are written as given."""
+    return f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#ddd"/>'
+
+
+def _text(x: object, y: object, anchor: str, text: str) -> str:
+    """A label anchored at (x, y); ``text`` is already escaped."""
+    return f'<text x="{x}" y="{y}" text-anchor="{anchor}">{text}</text>'
+
+
 def _panel(panel: Panel, left: int) -> list[str]:
     points = [(x, y) for s in panel.series for x, y in s.points if x > 0 and y > 0]
     out = [
@@ -61,24 +71,14 @@ def _panel(panel: Panel, left: int) -> list[str]:
         return left + LEFT + fx * width, TOP + (1 - fy) * height
 
     for power in range(x0, x1 + 1):
-        x, _ = at(10.0**power, 10.0**y0)
-        out.append(
-            f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + height}" stroke="#ddd"/>'
-        )
-        out.append(
-            f'<text x="{x:.1f}" y="{TOP + height + 16}" text-anchor="middle">{_label(power)}</text>'
-        )
+        grid_x = f"{at(10.0**power, 10.0**y0)[0]:.1f}"
+        out.append(_grid_line(grid_x, TOP, grid_x, TOP + height))
+        out.append(_text(grid_x, TOP + height + 16, "middle", _label(power)))
     for power in range(y0, y1 + 1):
-        _, y = at(10.0**x0, 10.0**power)
-        out.append(
-            f'<line x1="{left + LEFT}" y1="{y:.1f}" x2="{left + LEFT + width}" y2="{y:.1f}" stroke="#ddd"/>'
-        )
-        out.append(
-            f'<text x="{left + LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_label(power)}</text>'
-        )
-    out.append(
-        f'<text x="{left + LEFT + width / 2}" y="{TOP + height + 34}" text-anchor="middle">{escape(panel.x_label)}</text>'
-    )
+        grid_y = at(10.0**x0, 10.0**power)[1]
+        out.append(_grid_line(left + LEFT, f"{grid_y:.1f}", left + LEFT + width, f"{grid_y:.1f}"))
+        out.append(_text(left + LEFT - 6, f"{grid_y + 4:.1f}", "end", _label(power)))
+    out.append(_text(left + LEFT + width / 2, TOP + height + 34, "middle", escape(panel.x_label)))
     out.append(
         f'<text transform="translate({left + 14},{TOP + height / 2}) rotate(-90)" text-anchor="middle">{escape(panel.y_label)}</text>'
     )
