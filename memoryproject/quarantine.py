@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from memoryproject.domain.screening import Flag
 from memoryproject.domain.spotlight import flag_reasons
@@ -26,19 +26,22 @@ class Released(Protocol):
     ) -> set[tuple[str, str]]: ...
 
 
+class HeldItem(TypedDict):
+    """A flagged item queued for review: where it is, its content hash, why it was flagged and
+    its text as the reviewer sees it."""
+
+    project: Project
+    kind: str
+    item_id: str
+    sha256: str
+    reasons: Sequence[str]
+    text: str
+
+
 class Hold(Protocol):
     """The review queue's door for a flagged item (what it answers is its own)."""
 
-    def __call__(
-        self,
-        *,
-        project: Project,
-        kind: str,
-        item_id: str,
-        sha256: str,
-        reasons: Sequence[str],
-        text: str,
-    ) -> object: ...
+    def __call__(self, **item: Unpack[HeldItem]) -> object: ...
 
 
 @dataclass
@@ -67,21 +70,11 @@ def items_released(
     return _registry.released(project=project, items=wanted)
 
 
-def item_hold(
-    *,
-    project: Project,
-    kind: str,
-    item_id: str,
-    sha256: str,
-    reasons: Sequence[str],
-    text: str,
-) -> None:
+def item_hold(**item: Unpack[HeldItem]) -> None:
     """Queues a flagged item for review (once), in the caller's transaction."""
     if _registry.hold is None:
         raise RuntimeError("the review queue (audit_app) is not installed")
-    _registry.hold(
-        project=project, kind=kind, item_id=item_id, sha256=sha256, reasons=reasons, text=text
-    )
+    _registry.hold(**item)
 
 
 def record_hold(
