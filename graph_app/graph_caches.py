@@ -116,71 +116,81 @@ def _kept(store: dict[int, K], project: Project, make: Callable[[], K]) -> K:
     return kept
 
 
+def _current(
+    store: dict[int, K],
+    project: Project,
+    make: Callable[[], K],
+    catch_up: Callable[[K, Project, int], None],
+) -> K:
+    """The project's kept ``make()`` at its current revision: when behind, ``catch_up`` reads
+    into it the rows changed after the revision it is given (-1: all of them)."""
+    kept = _kept(store, project, make)
+    with kept.lock:
+        behind = kept.behind(project)
+        if behind is not None:
+            since, revision, head = behind
+            catch_up(kept, project, since)
+            kept.revision, kept.head = revision, head
+        return kept
+
+
 def _timeline(project: Project) -> _Timeline:
     """The project's facts as lines, by id, at its current revision: read in full once per
     process, then only the facts changed since (through the (project, revision) index)."""
-    timeline = _kept(_timelines, project, _Timeline)
-    with timeline.lock:
-        behind = timeline.behind(project)
-        if behind is None:
-            return timeline
-        since, revision, head = behind
-        rows = TemporalFact.objects.filter(project=project).order_by()
-        if since >= 0:
-            rows = rows.filter(revision__gt=since)
-        else:
-            timeline.lines = {}
-        for row in rows_read(rows, _TIMELINE_COLUMNS, FACT_TIMES):
-            timeline.lines[row["id"]] = fact_line(row, project.slug)
-        ordered = sorted(timeline.lines.values())
-        timeline.columns = TimelineColumns.of(ordered)
-        timeline.ordered, timeline.latest = ordered, timeline.columns.latest
-        timeline.revision, timeline.head = revision, head
-        return timeline
+    return _current(_timelines, project, _Timeline, _timeline_catch_up)
+
+
+def _timeline_catch_up(timeline: _Timeline, project: Project, since: int) -> None:
+    rows = TemporalFact.objects.filter(project=project).order_by()
+    if since >= 0:
+        rows = rows.filter(revision__gt=since)
+    else:
+        timeline.lines = {}
+    for row in rows_read(rows, _TIMELINE_COLUMNS, FACT_TIMES):
+        timeline.lines[row["id"]] = fact_line(row, project.slug)
+    ordered = sorted(timeline.lines.values())
+    timeline.columns = TimelineColumns.of(ordered)
+    timeline.ordered, timeline.latest = ordered, timeline.columns.latest
 
 
 def edge_graph(project: Project) -> _EdgeGraph:
     """The project's edges at its current revision: read once per process (the edges alone,
     no hashing), then only the edges changed since."""
-    graph = _kept(_edge_graphs, project, _EdgeGraph)
-    with graph.lock:
-        behind = graph.behind(project)
-        if behind is None:
-            return graph
-        since, revision, head = behind
-        entities = Entity.objects.filter(project=project).values_list("id", "slug", "kind")
-        slugs: dict[int, str] = {}
-        graph.kinds = {}
-        for pk, slug, kind in entities.order_by():
-            slugs[pk], graph.kinds[slug] = slug, kind
-        graph.by_slug = {slug: pk for pk, slug in slugs.items()}
-        rows = TemporalFact.objects.filter(project=project)
-        if since >= 0:
-            # Every fact changed since, edge or not: a fact whose object was erased is one no
-            # longer, and its edge must go.
-            rows = rows.filter(revision__gt=since)
-        else:
-            rows = rows.filter(object_entity__isnull=False)
-            graph.edges, graph.ends = {}, {}
-        times = ("valid_from", "valid_until")
-        for row in rows_read(rows.order_by(), _EDGE_COLUMNS_RAW, times):
-            fact_id, source, target = row["id"], row["subject_id"], row["object_entity_id"]
-            for end in graph.ends.pop(fact_id, ()):
-                graph.edges.get(end, {}).pop(fact_id, None)
-            if target is None:
-                continue
-            edge = Edge(fact_id, slugs[source], row["predicate"], slugs[target])
-            item = (
-                posix_seconds(row["valid_from"], -math.inf),
-                posix_seconds(row["valid_until"], math.inf),
-                edge,
-            )
-            graph.edges.setdefault(source, {})[fact_id] = item
-            graph.edges.setdefault(target, {})[fact_id] = item
-            graph.ends[fact_id] = (source, target)
-        graph.arrays = None
-        graph.revision, graph.head = revision, head
-        return graph
+    return _current(_edge_graphs, project, _EdgeGraph, _edges_catch_up)
+
+
+def _edges_catch_up(graph: _EdgeGraph, project: Project, since: int) -> None:
+    entities = Entity.objects.filter(project=project).values_list("id", "slug", "kind")
+    slugs: dict[int, str] = {}
+    graph.kinds = {}
+    for pk, slug, kind in entities.order_by():
+        slugs[pk], graph.kinds[slug] = slug, kind
+    graph.by_slug = {slug: pk for pk, slug in slugs.items()}
+    rows = TemporalFact.objects.filter(project=project)
+    if since >= 0:
+        # Every fact changed since, edge or not: a fact whose object was erased is one no
+        # longer, and its edge must go.
+        rows = rows.filter(revision__gt=since)
+    else:
+        rows = rows.filter(object_entity__isnull=False)
+        graph.edges, graph.ends = {}, {}
+    times = ("valid_from", "valid_until")
+    for row in rows_read(rows.order_by(), _EDGE_COLUMNS_RAW, times):
+        fact_id, source, target = row["id"], row["subject_id"], row["object_entity_id"]
+        for end in graph.ends.pop(fact_id, ()):
+            graph.edges.get(end, {}).pop(fact_id, None)
+        if target is None:
+            continue
+        edge = Edge(fact_id, slugs[source], row["predicate"], slugs[target])
+        item = (
+            posix_seconds(row["valid_from"], -math.inf),
+            posix_seconds(row["valid_until"], math.inf),
+            edge,
+        )
+        graph.edges.setdefault(source, {})[fact_id] = item
+        graph.edges.setdefault(target, {})[fact_id] = item
+        graph.ends[fact_id] = (source, target)
+    graph.arrays = None
 
 
 def timeline_forget(project_pk: int | None = None) -> None:
