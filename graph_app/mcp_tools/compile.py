@@ -82,6 +82,18 @@ def prompt_with_memory(
     return text
 
 
+def _memory_prompt(
+    server: MemoryServer, name: str, *, query: str, lead: str, nothing: str
+) -> list[UserMessage]:
+    """The prompt ``name``: ``lead``, then the memory compiled for ``query`` (``nothing`` when
+    none matched), receipted by ``prompt_with_memory``."""
+
+    def frame(markdown: str) -> str:
+        return lead + (markdown or nothing)
+
+    return [UserMessage(prompt_render(name, lambda: prompt_with_memory(server, query, frame)))]
+
+
 def _register_briefing(server: MemoryServer) -> None:
     @server.prompt(
         name="architecture-briefing",
@@ -97,20 +109,15 @@ def _register_briefing(server: MemoryServer) -> None:
         ],
     ) -> list[UserMessage]:
         component = text_mask(component)[0]  # never a secret in the prompt or its receipt
-
-        def frame(markdown: str) -> str:
-            return (
-                f"Brief me on the architecture of `{component}`: what it is, what it depends on, "
-                "the decisions that shaped it and the invariants it must keep. Use only the "
-                "memory below, cite the [ids], and say what is missing.\n\n"
-                + (markdown or f"(memory holds nothing about {component} yet)")
-            )
-
-        def assemble() -> str:
-            query = f"{component} architecture decision design invariant depends_on uses"
-            return prompt_with_memory(server, query, frame)
-
-        return [UserMessage(prompt_render("architecture-briefing", assemble))]
+        return _memory_prompt(
+            server,
+            "architecture-briefing",
+            query=f"{component} architecture decision design invariant depends_on uses",
+            lead=f"Brief me on the architecture of `{component}`: what it is, what it depends "
+            "on, the decisions that shaped it and the invariants it must keep. Use only the "
+            "memory below, cite the [ids], and say what is missing.\n\n",
+            nothing=f"(memory holds nothing about {component} yet)",
+        )
 
 
 def _register_bug_context(server: MemoryServer) -> None:
@@ -126,16 +133,12 @@ def _register_bug_context(server: MemoryServer) -> None:
         symptom: Annotated[str, Field(description="The observed symptom or error message.")],
     ) -> list[UserMessage]:
         symptom = text_mask(symptom)[0]  # never a secret in the prompt or its receipt
-
-        def frame(markdown: str) -> str:
-            return (
-                f"Investigate this symptom: {symptom}\n\nBefore changing code, check the "
-                "memory below for earlier root causes, incidents and invariants of the "
-                "components involved; cite the [ids] you rely on.\n\n"
-                + (markdown or "(memory holds nothing related yet)")
-            )
-
-        def assemble() -> str:
-            return prompt_with_memory(server, f"{symptom} bug root cause incident invariant", frame)
-
-        return [UserMessage(prompt_render("bug-investigation-context", assemble))]
+        return _memory_prompt(
+            server,
+            "bug-investigation-context",
+            query=f"{symptom} bug root cause incident invariant",
+            lead=f"Investigate this symptom: {symptom}\n\nBefore changing code, check the "
+            "memory below for earlier root causes, incidents and invariants of the "
+            "components involved; cite the [ids] you rely on.\n\n",
+            nothing="(memory holds nothing related yet)",
+        )
