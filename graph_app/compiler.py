@@ -147,15 +147,20 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     return _Ranked(-1, ranking, payloads, weights, {}, {}, profile)
 
 
-def context_cited(*, project: Project, query: str, max_tokens: int, profile: Profile) -> list[str]:
-    """The ids a live compile of ``query`` would cite under ``profile``, which may be a variant
-    of a named one: for evaluations that compare constants (agents use ``context_compile``)."""
+def context_delivered(
+    *, project: Project, query: str, max_tokens: int, profile: Profile
+) -> tuple[str, list[tuple[str, str]]]:
+    """The markdown a live compile of ``query`` would deliver under ``profile``, which may be a
+    variant of a named one, and the (id, citation) of each item it cites: for evaluations that
+    compare constants (agents use ``context_compile``)."""
     entry = project_index(project)
     with entry.lock:
         entry.refresh(project)
         live = Visibility(now=utcnow().timestamp())
         ranked = rank_index(entry.index, query.strip(), live, profile)
-    return [ranked.payloads[p.key].id for p in pack_ranked(ranked, max_tokens).items]
+    packed = pack_ranked(ranked, max_tokens)
+    cited = [(ranked.payloads[p.key].id, ranked.payloads[p.key].citation) for p in packed.items]
+    return packed.markdown, cited
 
 
 def _payload(doc: MemoryDoc) -> IndexItem:

@@ -2,8 +2,9 @@
 dialogue turn becomes one episode (its text, the image description when there is one, its
 speaker as title and its session's date as ``occurred_at``), with the turn's ``dia_id`` as
 external id and its session as the episode's stream (``metadata: {"stream", "position"}``).
-Questions of categories 1-4 keep their evidence ``dia_id``s; answers, summaries, observations
-and event annotations are never read. Each conversation goes into its own temporary project.
+Questions of categories 1-4 keep their evidence ``dia_id``s and their answer (read only to
+score the delivered context, never ingested); summaries, observations and event annotations
+are never read. Each conversation goes into its own temporary project.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def conversation_turns(data: dict[str, Any], name: str) -> list[dict[str, Any]]:
 
 def conversation_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Questions of categories 1-4 with their evidence ``dia_id``s (an entry such as
-    "D8:6; D9:17" names two turns); questions without evidence cannot be scored."""
+    "D8:6; D9:17" names two turns) and their answer; questions without evidence cannot be
+    scored."""
     questions = []
     for qa in data["qa"]:
         if qa.get("category") not in CATEGORIES:
@@ -65,16 +67,21 @@ def conversation_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
         evidence.discard("")
         if evidence:
             questions.append(
-                {"question": qa["question"], "evidence": evidence, "category": qa["category"]}
+                {
+                    "question": qa["question"],
+                    "evidence": evidence,
+                    "category": qa["category"],
+                    "answer": qa.get("answer", ""),
+                }
             )
     return questions
 
 
 def conversation_ingest(
     path: Path, *, disable: bool | None
-) -> tuple[Project, dict[str, Any], list[dict]]:
+) -> tuple[Project, dict[str, Any], list[dict], dict[str, str]]:
     """A temporary project holding the conversation's turns: (project, episode id -> dia_id,
-    questions)."""
+    questions, dia_id -> the turn's text as recorded)."""
     name = path.stem
     data = json.loads(path.read_text())
     project = Project.objects.create(
@@ -83,8 +90,10 @@ def conversation_ingest(
     with write_transaction():
         for turn in tqdm(conversation_turns(data, name), desc=f"{name} ingest", disable=disable):
             episode_record(project=project, **turn)
-    external = dict(Episode.objects.filter(project=project).values_list("id", "external_id"))
-    return project, external, conversation_questions(data)
+    rows = Episode.objects.filter(project=project).values_list("id", "external_id", "content")
+    external = {pk: dia_id for pk, dia_id, _ in rows}
+    texts = {dia_id: content for _, dia_id, content in rows if dia_id}
+    return project, external, conversation_questions(data), texts
 
 
 def conversation_drop(project: Project) -> None:

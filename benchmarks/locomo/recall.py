@@ -1,45 +1,91 @@
 """Evidence recall of the context compiler on LoCoMo conversations (``manage.py locomo_eval``):
 each question of categories 1-4 is compiled as the query under the budget with the same
-``context_compile`` that serves agents, and the cited episodes are read back to ``dia_id``s.
-Recall (all): every evidence turn cited; recall (any): at least one."""
+``context_compile`` that serves agents (``profile`` dialogue unless asked otherwise).
+
+Citation recall reads the cited episodes back to ``dia_id``s: (all) every evidence turn cited,
+(any) at least one. What the reader gets (``benchmarks.locomo.reading``): full-evidence recall
+(all / any), the same with an evidence turn counted only when its whole text is in the
+delivered markdown (a preview never counts); answer containment (the normalised gold answer
+found as whole words in the markdown), per category and as a headline over categories 1, 2
+and 4 (category 3 answers are inferred); the tokens delivered (cl100k, mean and median); the
+previews (cited items shown as a preview or cut, per question, and the share of the cited
+evidence turns that came only so)."""
 
 from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from benchmarks.locomo.conversations import conversation_drop, conversation_ingest
+from benchmarks.locomo.reading import answer_contained, evidence_read
 from graph_app.compiler import context_compile
+from memoryproject.tokens import count_tokens
+
+# Categories whose answers are stated in the conversation (3's are inferred from it).
+HEADLINE_CATEGORIES = (1, 2, 4)
 
 
-def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True) -> dict[str, Any]:
+def _ratio(hits: float, count: float) -> float:
+    return hits / count if count else 0.0
+
+
+def question_score(
+    result: Any, qa: dict[str, Any], external: dict[str, Any], texts: dict[str, str]
+) -> Counter[str]:
+    """The tallies of one compiled question (``result``: a compile's answer, read by key)."""
+    items = [i for i in result["items"] if i["kind"] == "episode"]
+    by_turn = {external.get(i["id"]): i for i in items}
+    cited = set(by_turn)
+    evidence = qa["evidence"]
+    markdown = result["markdown"]
+    read = evidence_read(
+        markdown, evidence, {t: i["citation"] for t, i in by_turn.items() if t}, texts
+    )
+    cited_evidence = evidence & cited
+    return Counter(
+        questions=1,
+        cited=len(cited),
+        hits_all=evidence <= cited,
+        hits_any=bool(cited_evidence),
+        full_all=evidence <= read,
+        full_any=bool(read),
+        contained=answer_contained(qa["answer"], markdown),
+        tokens=count_tokens(markdown),
+        previews=sum(bool(i["truncated"]) for i in result["items"]),
+        evidence_cited=len(cited_evidence),
+        evidence_previewed=sum(bool(by_turn[t]["truncated"]) for t in cited_evidence),
+    )
+
+
+def evaluate_conversation(
+    path: Path, *, budget: int, profile: str = "dialogue", show_progress: bool = True
+) -> dict[str, Any]:
     name = path.stem
     # A progress bar on stderr (stdout carries the results), only when it is a terminal.
     disable = None if show_progress else True
-    project, external, questions = conversation_ingest(path, disable=disable)
+    project, external, questions, texts = conversation_ingest(path, disable=disable)
     try:
-        hits_all = hits_any = 0
-        # Per question category: [questions, questions with every evidence turn cited].
-        by_category: dict[int, list[int]] = {}
+        total: Counter[str] = Counter()
+        by_category: dict[int, Counter[str]] = {}
         timings: list[float] = []
         cited_counts: list[int] = []
+        tokens: list[int] = []
         for qa in tqdm(questions, desc=f"{name} compile", disable=disable):
             start = time.perf_counter()
             result = context_compile(
-                project=project, query=qa["question"], max_tokens=budget, profile="dialogue"
+                project=project, query=qa["question"], max_tokens=budget, profile=profile
             )
             timings.append((time.perf_counter() - start) * 1000)
-            cited = {external.get(i["id"]) for i in result["items"] if i["kind"] == "episode"}
-            cited_counts.append(len(cited))
-            hits_all += qa["evidence"] <= cited
-            tally = by_category.setdefault(qa["category"], [0, 0])
-            tally[0] += 1
-            tally[1] += qa["evidence"] <= cited
-            hits_any += bool(qa["evidence"] & cited)
+            score = question_score(result, qa, external, texts)
+            cited_counts.append(score["cited"])
+            tokens.append(score["tokens"])
+            total.update(score)
+            by_category.setdefault(qa["category"], Counter()).update(score)
     finally:
         conversation_drop(project)
     count = len(questions)
@@ -47,19 +93,47 @@ def evaluate_conversation(path: Path, *, budget: int, show_progress: bool = True
         "conversation": name,
         "turns": len(external),
         "questions": count,
-        "recall_all": hits_all / count if count else 0.0,
-        "recall_any": hits_any / count if count else 0.0,
+        "recall_all": _ratio(total["hits_all"], count),
+        "recall_any": _ratio(total["hits_any"], count),
         "compile_p50_ms": statistics.median(timings) if timings else 0.0,
         "mean_cited": statistics.fmean(cited_counts) if cited_counts else 0.0,
-        "_hits": (hits_all, hits_any),
+        **_reading(total, by_category, tokens),
+        "_hits": (total["hits_all"], total["hits_any"]),
+        "_total": total,
         "_categories": by_category,
         "_timings": timings,
+        "_tokens": tokens,
     }
+
+
+def _reading(
+    total: Counter[str], by_category: dict[int, Counter[str]], tokens: list[int]
+) -> dict[str, Any]:
+    """The measures of what the reader gets, over the questions tallied."""
+    headline = sum((by_category.get(c, Counter()) for c in HEADLINE_CATEGORIES), Counter())
+    return {
+        "full_all": _ratio(total["full_all"], total["questions"]),
+        "full_any": _ratio(total["full_any"], total["questions"]),
+        "answer_contained": _ratio(headline["contained"], headline["questions"]),
+        "tokens_mean": statistics.fmean(tokens) if tokens else 0.0,
+        "tokens_p50": statistics.median(tokens) if tokens else 0.0,
+        "previews_mean": _ratio(total["previews"], total["questions"]),
+        "evidence_preview_share": _ratio(total["evidence_previewed"], total["evidence_cited"]),
+    }
+
+
+def _merged(results: list[dict[str, Any]]) -> dict[int, Counter[str]]:
+    tallies: dict[int, Counter[str]] = {}
+    for r in results:
+        for category, tally in r["_categories"].items():
+            tallies.setdefault(category, Counter()).update(tally)
+    return tallies
 
 
 def _overall(results: list[dict[str, Any]]) -> dict[str, Any]:
     questions = sum(r["questions"] for r in results)
     timings = [t for r in results for t in r["_timings"]]
+    total: Counter[str] = sum((r["_total"] for r in results), Counter())
     return {
         "conversation": "overall",
         "turns": sum(r["turns"] for r in results),
@@ -68,27 +142,30 @@ def _overall(results: list[dict[str, Any]]) -> dict[str, Any]:
         "recall_any": sum(r["_hits"][1] for r in results) / questions if questions else 0.0,
         "compile_p50_ms": statistics.median(timings) if timings else 0.0,
         "mean_cited": (statistics.fmean([r["mean_cited"] for r in results]) if results else 0.0),
+        **_reading(total, _merged(results), [t for r in results for t in r["_tokens"]]),
     }
 
 
 def _categories(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Recall (all) per question category, over every conversation."""
-    tallies: dict[int, list[int]] = {}
-    for r in results:
-        for category, (count, hits) in r["_categories"].items():
-            tally = tallies.setdefault(category, [0, 0])
-            tally[0] += count
-            tally[1] += hits
+    """Citation recall (all), full-evidence recall (all) and answer containment per question
+    category, over every conversation."""
     return {
-        str(c): {"questions": n, "recall_all": hits / n} for c, (n, hits) in sorted(tallies.items())
+        str(c): {
+            "questions": t["questions"],
+            "recall_all": t["hits_all"] / t["questions"],
+            "full_all": t["full_all"] / t["questions"],
+            "answer_contained": t["contained"] / t["questions"],
+        }
+        for c, t in sorted(_merged(results).items())
     }
 
 
-def locomo_recall(paths: list[Path], *, budget: int) -> dict[str, Any]:
+def locomo_recall(paths: list[Path], *, budget: int, profile: str = "dialogue") -> dict[str, Any]:
     """Recall of every conversation, overall and per question category."""
-    results = [evaluate_conversation(p, budget=budget) for p in paths]
+    results = [evaluate_conversation(p, budget=budget, profile=profile) for p in paths]
     return {
         "budget": budget,
+        "profile": profile,
         "conversations": [{k: v for k, v in r.items() if not k.startswith("_")} for r in results],
         "overall": _overall(results),
         "categories": _categories(results),
@@ -98,19 +175,30 @@ def locomo_recall(paths: list[Path], *, budget: int) -> dict[str, Any]:
 def recall_lines(report: dict[str, Any]) -> list[str]:
     header = (
         f"{'conversation':<14}{'questions':>10}{'recall_all':>12}{'recall_any':>12}"
-        f"{'cited':>8}{'p50 ms':>9}"
+        f"{'full_all':>10}{'full_any':>10}{'answer':>8}{'tokens':>8}{'tok p50':>8}"
+        f"{'previews':>10}{'ev prev':>9}{'cited':>8}{'p50 ms':>9}"
     )
     lines = [
-        f"LoCoMo evidence recall at {report['budget']} tokens (categories 1-4)",
+        f"LoCoMo evidence recall at {report['budget']} tokens, profile {report['profile']} "
+        "(categories 1-4; answer: containment over categories 1, 2, 4)",
         header,
         "-" * len(header),
     ]
     for r in [*report["conversations"], report["overall"]]:
         lines.append(
             f"{r['conversation']:<14}{r['questions']:>10}{r['recall_all']:>12.3f}"
-            f"{r['recall_any']:>12.3f}{r['mean_cited']:>8.1f}{r['compile_p50_ms']:>9.2f}"
+            f"{r['recall_any']:>12.3f}{r['full_all']:>10.3f}{r['full_any']:>10.3f}"
+            f"{r['answer_contained']:>8.3f}{r['tokens_mean']:>8.0f}{r['tokens_p50']:>8.0f}"
+            f"{r['previews_mean']:>10.1f}{r['evidence_preview_share']:>9.3f}"
+            f"{r['mean_cited']:>8.1f}{r['compile_p50_ms']:>9.2f}"
         )
-    lines += ["", f"{'category':<14}{'questions':>10}{'recall_all':>12}"]
+    lines += [
+        "",
+        f"{'category':<14}{'questions':>10}{'recall_all':>12}{'full_all':>10}{'answer':>8}",
+    ]
     for name, c in report["categories"].items():
-        lines.append(f"{name:<14}{c['questions']:>10}{c['recall_all']:>12.3f}")
+        lines.append(
+            f"{name:<14}{c['questions']:>10}{c['recall_all']:>12.3f}{c['full_all']:>10.3f}"
+            f"{c['answer_contained']:>8.3f}"
+        )
     return lines

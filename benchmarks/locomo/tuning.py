@@ -1,6 +1,9 @@
 """The dialogue profile's constants chosen by cross-validation on LoCoMo
-(``manage.py locomo_eval --cross-validate``): recall (all) of every setting of a grid on every
-conversation, then leave-one-conversation-out."""
+(``manage.py locomo_eval --cross-validate``): the objective of every setting of a grid on every
+conversation, then leave-one-conversation-out. The objective is full-evidence recall (all):
+every evidence turn's whole text in the delivered markdown (``benchmarks.locomo.reading``);
+``citation`` scores citation recall (all) instead, every evidence turn cited, as a preview or
+not."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from tqdm import tqdm
 
 from benchmarks.locomo.conversations import conversation_drop, conversation_ingest
 from benchmarks.locomo.crossval import leave_one_out, pooled
-from graph_app.compiler import context_cited
+from benchmarks.locomo.reading import evidence_read
+from graph_app.compiler import context_delivered
 from graph_app.domain.profiles import DIALOGUE, Profile
 
 # The dialogue profile's constants searched by --cross-validate (the shipped values are in it).
@@ -41,23 +45,45 @@ def _shipped() -> tuple[Any, ...]:
     )
 
 
-def cross_validate(paths: list[Path], *, budget: int, show_progress: bool) -> dict[str, Any]:
-    """Recall (all) of every GRID setting on every conversation, then leave-one-conversation-
-    out: each conversation scored with the setting that is best on the others."""
+OBJECTIVES = ("full", "citation")
+
+
+def _hit(
+    objective: str,
+    evidence: set[str],
+    delivered: tuple[str, list[tuple[str, str]]],
+    external: dict[str, Any],
+    texts: dict[str, str],
+) -> bool:
+    markdown, items = delivered
+    cited = {turn: citation for i, citation in items if (turn := external.get(i))}
+    if objective == "citation":
+        return evidence <= set(cited)
+    return evidence <= evidence_read(markdown, evidence, cited, texts)
+
+
+def cross_validate(
+    paths: list[Path], *, budget: int, show_progress: bool, objective: str = "full"
+) -> dict[str, Any]:
+    """``objective`` (full-evidence or citation recall, all) of every GRID setting on every
+    conversation, then leave-one-conversation-out: each conversation scored with the setting
+    that is best on the others."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective: one of {', '.join(OBJECTIVES)}")
     disable = None if show_progress else True
     scores: dict[tuple[Any, ...], dict[str, tuple[int, int]]] = {}
     settings = list(itertools.product(*GRID.values()))
     for path in paths:
-        project, external, questions = conversation_ingest(path, disable=disable)
+        project, external, questions, texts = conversation_ingest(path, disable=disable)
         try:
             for setting in tqdm(settings, desc=f"{path.stem} grid", disable=disable):
                 profile = _variant(setting)
                 hits = 0
                 for qa in questions:
-                    ids = context_cited(
+                    delivered = context_delivered(
                         project=project, query=qa["question"], max_tokens=budget, profile=profile
                     )
-                    hits += qa["evidence"] <= {external.get(i) for i in ids}
+                    hits += _hit(objective, qa["evidence"], delivered, external, texts)
                 scores.setdefault(setting, {})[path.stem] = (hits, len(questions))
         finally:
             conversation_drop(project)
@@ -65,6 +91,7 @@ def cross_validate(paths: list[Path], *, budget: int, show_progress: bool) -> di
     cv = leave_one_out(scores)
     return {
         "budget": budget,
+        "objective": objective,
         "grid": {k: list(v) for k, v in GRID.items()},
         "shipped": dict(zip(GRID, _shipped(), strict=True)),
         "shipped_in_sample": round(pooled(scores, _shipped(), [p.stem for p in paths]), 4),
@@ -75,6 +102,7 @@ def cross_validate(paths: list[Path], *, budget: int, show_progress: bool) -> di
             {
                 "held_out": f.held_out,
                 "chosen": dict(zip(GRID, f.chosen, strict=True)),
+                # the objective's figure on the held-out conversation
                 "recall_all": round(f.hits / f.questions, 4) if f.questions else 0.0,
             }
             for f in cv.folds

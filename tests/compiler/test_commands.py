@@ -77,6 +77,43 @@ def test_locomo_eval_computes_recall_on_one_conversation():
     hits = sum(c["recall_all"] * c["questions"] for c in categories.values())
     assert hits == pytest.approx(overall["recall_all"] * overall["questions"])
     assert not Project.objects.filter(slug__startswith="locomo-eval-").exists()
+    # What the reader gets: a whole evidence turn is rarer than a citation, and the delivered
+    # text stays within the budget.
+    assert report["profile"] == "dialogue" and report["budget"] == 800
+    for row in [*report["conversations"], overall]:
+        assert 0.0 <= row["full_all"] <= row["full_any"] <= row["recall_any"]
+        assert row["full_all"] <= row["recall_all"]
+        assert 0.0 <= row["answer_contained"] <= 1.0
+        assert 0 < row["tokens_p50"] <= 800 and 0 < row["tokens_mean"] <= 800
+        assert row["previews_mean"] >= 0.0 and 0.0 <= row["evidence_preview_share"] <= 1.0
+    for c in categories.values():
+        assert 0.0 <= c["full_all"] <= c["recall_all"] and 0.0 <= c["answer_contained"] <= 1.0
+
+
+def test_locomo_question_score_counts_whole_turns_and_previews():
+    from benchmarks.locomo.recall import question_score
+    from benchmarks.locomo.tuning import _hit
+
+    markdown = (
+        "# Memory context\n[NOTE:D1:1] «Mel | I adopted a cat named Oscar.\n"
+        "[NOTE:D1:2] «Mel | … we went camping …"
+    )
+    items = [
+        {"kind": "episode", "id": "ep_1", "citation": "[NOTE:D1:1]", "truncated": False},
+        {"kind": "episode", "id": "ep_2", "citation": "[NOTE:D1:2]", "truncated": True},
+    ]
+    external = {"ep_1": "D1:1", "ep_2": "D1:2"}
+    texts = {"D1:1": "I adopted a cat named Oscar.", "D1:2": "Later we went camping by the lake."}
+    qa = {"evidence": {"D1:1", "D1:2"}, "answer": "Oscar", "category": 1}
+    score = question_score({"markdown": markdown, "items": items}, qa, external, texts)
+    assert score["hits_all"] and score["hits_any"]  # both cited
+    assert not score["full_all"] and score["full_any"]  # one only as a preview
+    assert score["contained"] and score["previews"] == 1
+    assert (score["evidence_cited"], score["evidence_previewed"]) == (2, 1)
+    delivered = (markdown, [("ep_1", "[NOTE:D1:1]"), ("ep_2", "[NOTE:D1:2]")])
+    assert _hit("citation", qa["evidence"], delivered, external, texts)
+    assert not _hit("full", qa["evidence"], delivered, external, texts)
+    assert _hit("full", {"D1:1"}, delivered, external, texts)
 
 
 def test_locomo_cross_validation_grid_holds_the_shipped_dialogue_profile():

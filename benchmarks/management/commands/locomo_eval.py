@@ -1,12 +1,12 @@
 """Evidence recall of the context compiler on LoCoMo conversations (``benchmarks/locomo/``).
 
 Every dialogue turn becomes one episode, each question of categories 1-4 is compiled as the
-query under ``--budget`` tokens with the same ``context_compile`` that serves agents, and the
-cited episodes are read back to the turns' ``dia_id``s. Each conversation goes into its own
-temporary project, deleted at the end.
+query under ``--budget`` tokens with the same ``context_compile`` that serves agents
+(``--profile``, dialogue by default), and the cited episodes are read back to the turns'
+``dia_id``s. Each conversation goes into its own temporary project, deleted at the end.
 
-    manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--json]
-    manage.py locomo_eval --data ../shared/datasets/locomo --cross-validate
+    manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--profile code] [--json]
+    manage.py locomo_eval --data ../shared/datasets/locomo --cross-validate [--objective citation]
 """
 
 from __future__ import annotations
@@ -18,12 +18,27 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.locomo.recall import locomo_recall, recall_lines
-from benchmarks.locomo.tuning import cross_validate
+from benchmarks.locomo.tuning import OBJECTIVES, cross_validate
+from graph_app.domain.profiles import PROFILES
 from memoryproject.command_output import json_flag_add
+
+JSON_KEYS = """--json: per conversation ("conversations") and "overall": questions, turns;
+recall_all / recall_any (citation recall: every / at least one evidence turn cited, whole or
+as a preview); full_all / full_any (full-evidence recall: every / at least one evidence turn's
+whole text in the delivered markdown; a preview never counts); answer_contained (the
+SQuAD-normalised gold answer found as whole words in the delivered markdown, over categories
+1, 2 and 4); tokens_mean / tokens_p50 (cl100k tokens delivered); previews_mean (cited items
+shown as a preview or cut, per question); evidence_preview_share (share of the cited evidence
+turns that came only as a preview); mean_cited; compile_p50_ms. "categories": per question
+category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile"."""
 
 
 class Command(BaseCommand):
-    help = "Evidence recall (all / any) of context_compile on LoCoMo conversations."
+    help = (
+        "Evidence recall of context_compile on LoCoMo conversations: citation recall, "
+        "full-evidence recall (all / any), answer containment, tokens delivered and previews. "
+        + JSON_KEYS
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--data", required=True, help="folder holding conv-*.json files")
@@ -31,12 +46,25 @@ class Command(BaseCommand):
         parser.add_argument(
             "--conversations", default="", help="comma-separated names, e.g. conv-26,conv-30"
         )
+        parser.add_argument(
+            "--profile",
+            choices=sorted(PROFILES),
+            default="dialogue",
+            help="query profile of every compile (default dialogue)",
+        )
         json_flag_add(parser)
         parser.add_argument(
             "--cross-validate",
             action="store_true",
             help="score the dialogue profile's constants over a grid and report the in-sample "
             "and the leave-one-conversation-out figures (always JSON)",
+        )
+        parser.add_argument(
+            "--objective",
+            choices=OBJECTIVES,
+            default="full",
+            help="what --cross-validate maximises: full-evidence recall (all), the default, or "
+            "citation recall (all)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -57,10 +85,12 @@ class Command(BaseCommand):
         if options["cross_validate"]:
             if len(paths) < 2:
                 raise CommandError("--cross-validate: needs at least two conversations")
-            report = cross_validate(paths, budget=budget, show_progress=True)
+            report = cross_validate(
+                paths, budget=budget, show_progress=True, objective=options["objective"]
+            )
             self.stdout.write(json.dumps(report))
             return
-        report = locomo_recall(paths, budget=budget)
+        report = locomo_recall(paths, budget=budget, profile=options["profile"])
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
