@@ -4,10 +4,13 @@
 Loads the seeded corpus of ``corpus.py`` into a temporary project through the same services
 agents use (``fact_upsert``, ``episode_record``), compiles every question under the budget with
 ``context_compile`` (time-travel questions ``as_of`` their day) and reads the citations back.
-Reports, per question kind and overall: recall (share of the gold records cited) and answered
-(share of questions with every gold record cited); stale items cited (facts not valid at the
-question's instant: superseded, or scheduled for later; must be 0), budget compliance and
-compile p50. The project is deleted at the end.
+Reports, per question kind and overall: recall (share of the gold records cited), answered
+(share of questions with every gold record cited) and answered whole (share of questions with
+every gold record delivered as a whole line: neither a preview nor cut, which the compile marks
+``truncated``); stale items cited (facts not valid at the
+question's instant: superseded, or scheduled for later; must be 0), budget compliance,
+compile p50, the tokens delivered (cl100k, mean and p50) and the previews per question. The
+project is deleted at the end.
 """
 
 from __future__ import annotations
@@ -64,8 +67,11 @@ def _ask(
     result = context_compile(project=project, query=q.query, max_tokens=budget, as_of=q.as_of)
     elapsed = (time.perf_counter() - start) * 1000
     cited = set()
+    whole = set()
     for item in result["items"]:
         cited.add(item["external_id"] or item["id"])
+        if not item["truncated"]:
+            whole.add(item["external_id"] or item["id"])
     gold = {fact_ids[g[5:]] if g.startswith("fact:") else g for g in q.gold}
     stale = {fact_ids[r] for r in stale_refs(corpus, q.as_of or utcnow())}
     return {
@@ -73,6 +79,9 @@ def _ask(
         "query": q.query,
         "gold": len(gold),
         "found": len(gold & cited),
+        "found_whole": len(gold & whole),
+        "tokens": count_tokens(result["markdown"]),
+        "previews": sum(bool(item["truncated"]) for item in result["items"]),
         "missed": sorted(gold - cited),
         "stale_cited": len(stale & cited),
         "compliant": result["token_count"] <= budget
@@ -87,6 +96,7 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows),
         "recall": round(sum(r["found"] for r in rows) / gold, 4) if gold else 1.0,
         "answered": round(sum(r["found"] == r["gold"] for r in rows) / len(rows), 4),
+        "answered_whole": round(sum(r["found_whole"] == r["gold"] for r in rows) / len(rows), 4),
     }
 
 
@@ -116,6 +126,9 @@ def run_eval(*, seed: int, services: int, budget: int) -> dict[str, Any]:
         "stale_cited": sum(r["stale_cited"] for r in rows),
         "budget_compliance": sum(r["compliant"] for r in rows) / len(rows),
         "compile_p50_ms": round(statistics.median(r["ms"] for r in rows), 3),
+        "tokens_mean": round(statistics.fmean(r["tokens"] for r in rows), 1),
+        "tokens_p50": statistics.median(r["tokens"] for r in rows),
+        "previews_mean": round(statistics.fmean(r["previews"] for r in rows), 2),
         "misses": [
             {"kind": r["kind"], "query": r["query"], "missed": r["missed"]}
             for r in rows
@@ -129,16 +142,21 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines = [
         f"memory_eval --seed {report['seed']}: {c['services']} services, {c['facts']} facts, "
         f"{c['episodes']} episodes, budget {report['budget']} tokens",
-        f"{'kind':<14}{'questions':>10}{'recall':>9}{'answered':>10}",
-        "-" * 43,
+        f"{'kind':<14}{'questions':>10}{'recall':>9}{'answered':>10}{'whole':>8}",
+        "-" * 51,
     ]
     for kind, s in [*report["kinds"].items(), ("overall", report["overall"])]:
-        lines.append(f"{kind:<14}{s['questions']:>10}{s['recall']:>9.3f}{s['answered']:>10.3f}")
+        lines.append(
+            f"{kind:<14}{s['questions']:>10}{s['recall']:>9.3f}{s['answered']:>10.3f}"
+            f"{s['answered_whole']:>8.3f}"
+        )
     lines += [
-        "-" * 43,
+        "-" * 51,
         f"stale items cited   {report['stale_cited']}",
         f"budget compliance   {report['budget_compliance']:.1%}",
         f"compile p50         {report['compile_p50_ms']:.2f} ms",
+        f"tokens delivered    {report['tokens_mean']:.0f} mean, {report['tokens_p50']:.0f} p50",
+        f"previews            {report['previews_mean']:.1f} per question",
     ]
     for miss in report["misses"]:
         lines.append(f"missed [{miss['kind']}] {miss['query']} -> {', '.join(miss['missed'])}")

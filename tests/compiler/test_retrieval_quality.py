@@ -145,4 +145,9 @@ def test_memory_eval_keeps_its_floor():
     assert set(report["kinds"]) == {
         "adr", "bug", "fact", "identifier", "path", "since", "time_travel", "two_hop",
     }  # fmt: skip
+    # What the reader gets: a gold record shown only as a preview does not answer whole.
+    for summary in [report["overall"], *report["kinds"].values()]:
+        assert 0.0 <= summary["answered_whole"] <= summary["answered"]
+    assert 0 < report["tokens_p50"] <= 800 and 0 < report["tokens_mean"] <= 800
+    assert report["previews_mean"] >= 0.0
     assert set(Project.objects.values_list("slug", flat=True)) == before  # cleaned up

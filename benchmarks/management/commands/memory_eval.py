@@ -4,9 +4,12 @@ Loads the seeded corpus of ``benchmarks.retrieval.corpus`` into a temporary proj
 the same services agents use (``fact_upsert``, ``episode_record``), compiles every question
 under ``--budget`` tokens with ``context_compile`` (time-travel questions ``as_of`` their day)
 and reads the citations back. Reports, per question kind and overall: recall (share of the gold
-records cited) and answered (share of questions with every gold record cited); stale items
-cited (facts not valid at the question's instant: superseded, or scheduled for later; must be
-0), budget compliance and compile p50. The project is deleted at the end.
+records cited), answered (share of questions with every gold record cited) and answered_whole
+(share of questions with every gold record delivered as a whole line, neither a preview nor
+cut); stale items cited (facts not valid at the question's instant: superseded, or scheduled
+for later; must be 0), budget compliance, compile p50, tokens delivered (tokens_mean,
+tokens_p50: cl100k) and previews per question (previews_mean). The project is deleted at the
+end.
 
     manage.py memory_eval [--json] [--seed N] [--services N] [--budget 800]
 """
