@@ -90,6 +90,23 @@ def test_locomo_eval_computes_recall_on_one_conversation():
         assert 0.0 <= c["full_all"] <= c["recall_all"] and 0.0 <= c["answer_contained"] <= 1.0
 
 
+@pytest.mark.skipif(
+    not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO} (it is not shipped)"
+)
+def test_locomo_eval_takes_the_profile_and_prints_the_reading_columns():
+    args = ("locomo_eval", "--data", str(LOCOMO), "--conversations", "conv-30")
+    report = json.loads(_run(*args, "--profile", "code", "--json"))
+    assert report["profile"] == "code"
+    assert {"full_all", "full_any", "answer_contained", "tokens_mean", "tokens_p50"} <= set(
+        report["overall"]
+    )
+    assert {"previews_mean", "evidence_preview_share"} <= set(report["conversations"][0])
+    table = _run(*args)
+    assert "profile dialogue" in table and "full_all" in table and "ev prev" in table
+    with pytest.raises(CommandError):
+        _run(*args, "--profile", "prose")
+
+
 def test_locomo_question_score_counts_whole_turns_and_previews():
     from benchmarks.locomo.recall import question_score
     from benchmarks.locomo.tuning import _hit
