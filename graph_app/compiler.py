@@ -140,9 +140,9 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     # The packer never looks past the first PACK_CANDIDATES_MAX items.
     ranking = index.rank(text, visibility, profile.rank, limit=PACK_CANDIDATES_MAX)
     docs = index.docs
-    kept = ranking.ranked[:PACK_CANDIDATES_MAX]
-    payloads = {key: _payload(docs[key]) for key, _ in kept}
-    ties = {key: tie_key(docs[key]) for key, _ in kept}
+    kept = [docs[key] for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]]
+    payloads = {doc.key: _payload(doc) for doc in kept}
+    ties = {doc.key: tie_key(doc) for doc in kept}
     # Previews weigh the terms the ranking used (a derived word form as its known stem).
     terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}
@@ -183,20 +183,6 @@ def _line_in_conflict(item: IndexItem, finding: int) -> IndexItem:
     return replace(item, line=line, keep=item.keep + len(mark), line_tokens=-1)
 
 
-def _nominal_tokens(item: IndexItem) -> int:
-    """A fact line's tokens with its id, source episode id and hash counted as fixed words:
-    the server-made parts of a line never decide which of two facts is packed first (-1 for
-    an episode, whose line holds no such part beyond a citation the user's id may replace)."""
-    if item.kind != "fact":
-        return -1
-    fields = dict(zip(FACT_LINE_FIELDS, item.fact_fields, strict=True))
-    line = item.line.replace(item.id, "FACT").replace(f"@sha256:{item.sha256[:8]}", "@sha256:")
-    source = fields["source_episode"]
-    if source:
-        line = line.replace(f"src={source}", "src=EPISODE")
-    return counted_tokens(line)
-
-
 def _candidates(
     ranked: _Ranked, budget: int
 ) -> tuple[list[PackItem], dict[str, int], list[Quarantined]]:
@@ -230,7 +216,8 @@ def _candidates(
                 order=item.order,
                 previewable=item.kind == "episode",
                 tie=ranked.ties[key],
-                nominal_tokens=_nominal_tokens(item),
+                # a fact line's server-made parts never decide which fact is packed first
+                nominal_tokens=item.nominal_tokens,
             )
         )
         if item.line_tokens >= 0:

@@ -117,6 +117,15 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
         sha256=row["sha256"],
     )
     line, keep, tail = fact_line(**fields)
+    # The line as packing orders it: the server-made id, source id and hash as fixed words.
+    nominal, _, _ = fact_line(
+        **{
+            **fields,
+            "fact_id": "FACT",
+            "sha256": "",
+            "source_episode": "EPISODE" if fields["source_episode"] else None,
+        }
+    )
     name = row["subject__name"] or ""
     flags = flags_text(
         {
@@ -140,6 +149,7 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
         sha256=row["sha256"],
         tail=tail,
         flags=flags,
+        nominal_tokens=count_tokens(nominal),
     )
     return MemoryDoc(
         key=f"fact:{row['id']}",

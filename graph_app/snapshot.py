@@ -48,7 +48,8 @@ from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
 
-# 4: each document carries its content digest (the tie-break of graph_app.domain.tiebreak).
+# 4: each document carries its content digest (the tie-break of graph_app.domain.tiebreak),
+# each fact item its nominal tokens.
 FORMAT = 4
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (

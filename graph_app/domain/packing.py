@@ -243,14 +243,16 @@ def _candidates(
             if cut is not None:  # else: too long for the cap, still a candidate for the fill
                 item, tokens, truncated = cut, count(cut.text) + 1, True
         candidates.append((item, tokens, truncated))
-
-    def density(c: _Candidate) -> float:
-        item, tokens, truncated = c
-        if item.nominal_tokens >= 0 and not truncated:
-            tokens = item.nominal_tokens + 1
-        return item.utility / tokens
-
-    candidates.sort(key=lambda c: (-density(c), -c[0].utility, c[0].tie, c[0].key))
+    # Utility density by the nominal tokens where given (not for a cut line: its own count).
+    candidates.sort(
+        key=lambda c: (
+            -c[0].utility
+            / (c[0].nominal_tokens + 1 if c[0].nominal_tokens >= 0 and not c[2] else c[1]),
+            -c[0].utility,
+            c[0].tie,
+            c[0].key,
+        )
+    )
     return candidates
 
 
