@@ -70,11 +70,14 @@ FACTS = [
         singular=False,
     ),
 ]
+# Tight budgets where episodes (cited by their external ids) compete; room for every fact
+# where facts do: a fact line cites its server-made id and hash, whose token count differs
+# from one project to the next, so a nearly full budget may take or leave the last fact.
 QUERIES = [
     ("pipeline cache flushed nightly build", 120),
     ("pipeline cache flushed nightly build", 400),
-    ("uses cache redis cluster", 90),
-    ("what does deploy_pipeline depend on", 300),
+    ("uses cache redis cluster", 1000),
+    ("what does deploy_pipeline depend on", 1000),
     ("runner restart", 150),
 ]
 
