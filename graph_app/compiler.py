@@ -15,7 +15,7 @@ documents built from the rows (``graph_app.index_documents``); proofs are
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from graph_app.citation_proofs import citation_bundle
 from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
@@ -27,6 +27,7 @@ from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import Packed, PackItem, pack, split_line
 from graph_app.domain.profiles import PROFILES, Profile
 from graph_app.domain.render import best_passage, fact_line
+from graph_app.domain.tiebreak import TieKey, tie_key
 from graph_app.domain.tokenize import tokenize_query
 from graph_app.index_cache import ProjectIndex, project_index
 from graph_app.index_documents import FACTS_SECTION
@@ -78,6 +79,8 @@ class _Ranked:
     profile: Profile
     # flagged documents a reviewer released (delivered like any other), by document key
     released: frozenset[str] = frozenset()
+    # each payload's tie-break key (``tiebreak.tie_key``), by document key
+    ties: dict[str, TieKey] = field(default_factory=dict)
 
 
 def _visible(
@@ -137,14 +140,16 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     # The packer never looks past the first PACK_CANDIDATES_MAX items.
     ranking = index.rank(text, visibility, profile.rank, limit=PACK_CANDIDATES_MAX)
     docs = index.docs
-    payloads = {key: _payload(docs[key]) for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]}
+    kept = [docs[key] for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]]
+    payloads = {doc.key: _payload(doc) for doc in kept}
+    ties = {doc.key: tie_key(doc) for doc in kept}
     # Previews weigh the terms the ranking used (a derived word form as its known stem).
     terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}
     # A related term counts at its share: the passage naming "Spain" for "European countries".
     for term, share in ranking.related:
         weights.setdefault(term, share * index.bm25.smooth_idf(term))
-    return _Ranked(-1, ranking, payloads, weights, {}, {}, profile)
+    return _Ranked(-1, ranking, payloads, weights, {}, {}, profile, ties=ties)
 
 
 def context_delivered(
@@ -215,6 +220,9 @@ def _candidates(
                 truncatable=True,
                 order=item.order,
                 previewable=item.kind == "episode",
+                tie=ranked.ties[key],
+                # a fact line's server-made parts never decide which fact is packed first
+                nominal_tokens=item.nominal_tokens,
             )
         )
         if item.line_tokens >= 0:
@@ -310,24 +318,28 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
     bundle = _pack(ranked, params.max_tokens)
     packed = bundle.packed
     utilities = dict(ranked.ranking.ranked)
-    items = []
+    items: list[tuple[TieKey, CompiledItem]] = []
     for packed_item in packed.items:
         item = ranked.payloads[packed_item.key]
         items.append(
-            CompiledItem(
-                kind=item.kind,
-                id=item.id,
-                external_id=item.external_id,
-                score=round(utilities[packed_item.key], 6),
-                tokens=packed_item.tokens,
-                citation=item.citation,
-                truncated=packed_item.truncated,
-                sha256=_delivered_sha(ranked, packed_item.key, item),
-                open_finding=ranked.conflicts.get(item.id) if item.kind == "fact" else None,
+            (
+                ranked.ties[packed_item.key],
+                CompiledItem(
+                    kind=item.kind,
+                    id=item.id,
+                    external_id=item.external_id,
+                    score=round(utilities[packed_item.key], 6),
+                    tokens=packed_item.tokens,
+                    citation=item.citation,
+                    truncated=packed_item.truncated,
+                    sha256=_delivered_sha(ranked, packed_item.key, item),
+                    open_finding=ranked.conflicts.get(item.id) if item.kind == "fact" else None,
+                ),
             )
         )
     if params.order == "relevance":
-        items.sort(key=lambda i: (-i.score, i.citation))
+        items.sort(key=lambda i: (-i[1].score, i[0]))
+    delivered = [item for _, item in items]
     result = CompileResult(
         project=project.slug,
         query=text,
@@ -338,8 +350,8 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
         known_at=params.known_at,
         include_superseded=params.include_superseded,
         revision=ranked.revision,
-        items=items,
-        citations=[i.citation for i in items],
+        items=delivered,
+        citations=[i.citation for i in delivered],
         suppressed_stale=ranked.ranking.suppressed_stale,
         quarantined=[quarantined_out(q) for q in bundle.held],
     )

@@ -23,6 +23,7 @@ from graph_app.domain.render import (
     fact_text,
 )
 from graph_app.domain.supersession import fact_status
+from graph_app.domain.tiebreak import content_digest
 from graph_app.domain.tokenize import identifiers, occurrence_terms, split_identifier, tokenize
 from graph_app.text_cache import preview_warm
 from memoryproject.domain.screening import record_screen
@@ -32,6 +33,10 @@ from memoryproject.tokens import count_tokens
 FACTS_SECTION = "Facts"
 
 _END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
 
 
 def _ts(value: datetime | None, default: float = INF) -> float:
@@ -112,6 +117,15 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
         sha256=row["sha256"],
     )
     line, keep, tail = fact_line(**fields)
+    # The line as packing orders it: the server-made id, source id and hash as fixed words.
+    nominal, _, _ = fact_line(
+        **{
+            **fields,
+            "fact_id": "FACT",
+            "sha256": "",
+            "source_episode": "EPISODE" if fields["source_episode"] else None,
+        }
+    )
     name = row["subject__name"] or ""
     flags = flags_text(
         {
@@ -135,6 +149,7 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
         sha256=row["sha256"],
         tail=tail,
         flags=flags,
+        nominal_tokens=count_tokens(nominal),
     )
     return MemoryDoc(
         key=f"fact:{row['id']}",
@@ -149,6 +164,18 @@ def fact_doc(row: dict[str, Any]) -> MemoryDoc:
         valid_from=_ts(row["valid_from"], -INF),
         valid_until=_ts(row["valid_until"]),
         closed_at=_ts(row["closed_at"]),
+        # Not the object's entity link: whether the value was linked depends on whether that
+        # entity existed yet, i.e. on the order of the writes (``object_ref`` makes it an edge).
+        digest=content_digest(
+            {
+                "kind": "fact",
+                "subject": subject,
+                "predicate": row["predicate"],
+                "object_value": row["object_value"],
+                "valid_from": _iso(row["valid_from"]),
+                "valid_until": _iso(row["valid_until"]),
+            }
+        ),
         payload=item,
     )
 
@@ -224,5 +251,19 @@ def episode_doc(row: dict[str, Any]) -> MemoryDoc:
         position=position,
         recorded_at=_ts(row["recorded_at"]),
         valid_from=_ts(occurred, -INF),
+        digest=content_digest(
+            {
+                "kind": "episode",
+                "category": row["category"],
+                "title": row["title"],
+                "content": row["content"],
+                "files": files,
+                "entities": [str(e) for e in row["entities_mentioned"] or []],
+                "external_id": row["external_id"],
+                "occurred_at": _iso(occurred),
+                "stream": stream,
+                "position": position,
+            }
+        ),
         payload=item,
     )

@@ -48,7 +48,9 @@ from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3
+# 4: each document carries its content digest (the tie-break of graph_app.domain.tiebreak),
+# each fact item its nominal tokens.
+FORMAT = 4
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (
     "graph_app.index_cache",
@@ -59,6 +61,7 @@ INDEX_MODULES = (
     "graph_app.domain.bm25",
     "graph_app.domain.tokenize",
     "graph_app.domain.activation",
+    "graph_app.domain.tiebreak",
     "graph_app.domain.render",
     "graph_app.domain.profiles",
     "graph_app.domain.index_columns",

@@ -102,11 +102,6 @@ class BM25Index:
     def key(self, slot: int) -> str | None:
         return self._keys[slot]
 
-    @property
-    def slot_keys(self) -> list[str | None]:
-        """Key by slot, None for a removed document (read-only use: sorts by key)."""
-        return self._keys
-
     def keys(self) -> list[str]:
         return list(self._slot_of)
 
@@ -220,7 +215,8 @@ class BM25Index:
             contribution = self._contribution(term, b)
             if contribution is not None:
                 scores[contribution[0]] += contribution[1]
-        for identifier in set(boost_identifiers):
+        # Sorted: added in the same order in every process (a set's order is not).
+        for identifier in sorted(set(boost_identifiers)):
             arrays = self._posting_array(identifier)
             if arrays is None:
                 continue

@@ -168,6 +168,7 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
         "doc.edge": strings.ids(e for d in rows for e in (d.edge or (None, None))),
         "doc.stream": strings.ids(map(attrgetter("stream"), rows)),
         "doc.object_ref": strings.ids(map(attrgetter("object_ref"), rows)),
+        "doc.digest": strings.ids(map(attrgetter("digest"), rows)),
         "doc.position": np.fromiter(
             (_NO_POSITION if d.position is None else d.position for d in rows), dtype=np.int64
         ),
@@ -300,6 +301,7 @@ def _doc_columns(
         "title_terms": runs("title_terms"),
         "object_ref": strings_at(strings, arrays["doc.object_ref"]),
         "salience": arrays["doc.salience"].tolist(),
+        "digest": strings_at(strings, arrays["doc.digest"]),
         "payload": payloads.read(payload, strings),
     }
     if tuple(columns) != _DOC_FIELDS:

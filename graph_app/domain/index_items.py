@@ -41,6 +41,9 @@ class IndexItem:
     # why screening flagged the item's recorded text ("; "-joined reasons; "" when clean):
     # a flagged item is quarantined, never delivered until released
     flags: str = ""
+    # facts only: tokens of ``line`` with its id, source id and hash as fixed words, which
+    # packing orders by (-1: ``line_tokens``)
+    nominal_tokens: int = -1
 
 
 _ITEM_FIELDS = tuple(f.name for f in fields(IndexItem))
@@ -92,7 +95,7 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
         name: strings.ids(map(attrgetter(name), items))
         for name in ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
     }
-    for name in ("keep", "line_tokens", "tail"):
+    for name in ("keep", "line_tokens", "tail", "nominal_tokens"):
         arrays[name] = np.fromiter(map(attrgetter(name), items), dtype=np.int64)
     arrays["order.time"] = np.fromiter(map(itemgetter(0), orders), dtype=np.float64)
     arrays["order.position"] = np.fromiter(map(itemgetter(1), orders), dtype=np.int64)
@@ -136,6 +139,7 @@ def _items_read(arrays: Mapping[str, np.ndarray], strings: np.ndarray) -> list[o
         "sha256": text("sha256"),
         "tail": arrays["tail"].tolist(),
         "flags": text("flags"),
+        "nominal_tokens": arrays["nominal_tokens"].tolist(),
     }
     if tuple(columns) != _ITEM_FIELDS:
         raise TypeError(f"IndexItem's fields are {_ITEM_FIELDS}, not {tuple(columns)}")

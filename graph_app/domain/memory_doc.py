@@ -38,4 +38,7 @@ class MemoryDoc:
     # How much an agent needs the item when it is about an entity near the query's: invariants,
     # decisions and bug root causes before notes (1.0 = the most).
     salience: float = 1.0
+    # SHA-256 of the fields the user recorded (``tiebreak.content_digest``): with the valid time,
+    # what orders items the ranking cannot tell apart (``tiebreak.tie_key``), never an id.
+    digest: str = ""
     payload: object = field(default=None, compare=False)

@@ -44,6 +44,7 @@ from graph_app.domain.memory_store import MemoryStore, Visibility
 from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
 from graph_app.domain.related_terms import FIXED_TERMS, related_shares
 from graph_app.domain.termvectors import term_vectors
+from graph_app.domain.tiebreak import TieKey, tie_key
 from graph_app.domain.tokenize import (
     identifiers,
     plain_words,
@@ -130,15 +131,15 @@ class MemoryIndex(MemoryStore):
 
     def _ranked(self, utility: dict[int, float], limit: int | None) -> list[tuple[str, float]]:
         """(key, utility) of the (``limit`` best) items with a positive utility, best first,
-        ties by key."""
+        ties by ``tie_key``."""
         docs = self._slot_docs
         if limit is not None and len(utility) > limit:
             return [(docs[s].key, utility[s]) for s in self._top(utility, limit, positive=True)]  # type: ignore[union-attr]
-        ranked = [(docs[s].key, u) for s, u in utility.items() if u > 0]  # type: ignore[union-attr]
-        # Two stable sorts on C-level keys: by key, then by utility descending.
-        ranked.sort(key=itemgetter(0))
+        ranked = [(s, u) for s, u in utility.items() if u > 0]
+        # Two stable sorts: by the tie-break key, then by utility descending.
+        ranked.sort(key=lambda x: self._tie(x[0]))
         ranked.sort(key=itemgetter(1), reverse=True)
-        return ranked
+        return [(docs[s].key, u) for s, u in ranked]  # type: ignore[union-attr]
 
     def _lexical(
         self, query: str, terms: list[str], params: RankParams
@@ -154,7 +155,7 @@ class MemoryIndex(MemoryStore):
         # project is most terms: a match must still beat a miss, a rare match a common one.
         relevance = dense + 1e-2 * matched
         if params.coordination > 0:
-            total = sum(self.bm25.smooth_idf(t) for t in set(terms))
+            total = sum(self.bm25.smooth_idf(t) for t in sorted(set(terms)))
             if total > 0 and table is not None:
                 # The coverage factor once per set of matched terms, then looked up per slot
                 # (zero where no term matched).
@@ -403,16 +404,17 @@ class MemoryIndex(MemoryStore):
                         continue
                     share = factor * params.stream_weight * value / offset
                     lent[neighbour] = max(lent.get(neighbour, 0.0), share)
-        for slot, share in sorted(lent.items(), key=lambda x: self._key(x[0])):
+        for slot, share in sorted(lent.items(), key=lambda x: self._tie(x[0])):
             utility[slot] = utility.get(slot, 0.0) + share
 
-    def _key(self, slot: int) -> str:
+    def _tie(self, slot: int) -> TieKey:
+        """The tie-break key of the document at ``slot`` (``tiebreak.tie_key``)."""
         doc = self._slot_docs[slot]
-        return doc.key if doc is not None else ""
+        return tie_key(doc) if doc is not None else (0.0, "", "")
 
     def _ordered(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
-        """The first ``n`` of ``slots`` sorted by value (descending), ties by key: the order
-        never depends on where a document happens to be stored."""
+        """The first ``n`` of ``slots`` sorted by value (descending), ties by ``tie_key``: the
+        order never depends on where a document happens to be stored, nor on its id."""
         order = np.argsort(-values, kind="stable")
         ordered = values[order]
         out: list[int] = slots[order].tolist()
@@ -421,15 +423,15 @@ class MemoryIndex(MemoryStore):
         same = ordered[1:] == ordered[:-1]
         if not same.any():
             return out[:n]
-        # Each run of equal values, from its first position to its last, sorted by key: only
-        # the tied documents' keys are compared.
+        # Each run of equal values, from its first position to its last, sorted by tie-break
+        # key: only the tied documents' keys are made and compared.
         flags = np.concatenate(([False], same, [False])).astype(np.int8)
         edges = np.flatnonzero(np.diff(flags)).tolist()
-        key_of = self.bm25.slot_keys.__getitem__
+        key_of = self._tie
         for first, last in zip(edges[::2], edges[1::2], strict=True):
             if first >= n:
                 break  # runs past the first n do not change them
-            out[first : last + 1] = sorted(out[first : last + 1], key=key_of)  # type: ignore[arg-type]
+            out[first : last + 1] = sorted(out[first : last + 1], key=key_of)
         return out[:n]
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
@@ -437,7 +439,7 @@ class MemoryIndex(MemoryStore):
 
     def _top(self, utility: dict[int, float], n: int, *, positive: bool = False) -> list[int]:
         """The slots of the ``n`` best utilities (``positive``: only those above 0), best
-        first, ties by key."""
+        first, ties by ``tie_key``."""
         if not utility or n <= 0:
             return []
         slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
@@ -448,12 +450,12 @@ class MemoryIndex(MemoryStore):
         return self._largest(slots, values, n)
 
     def _top_slots(self, values: np.ndarray, n: int) -> list[int]:
-        """Slots of the ``n`` largest positive values, best first, ties broken by key."""
+        """Slots of the ``n`` largest positive values, best first, ties by ``tie_key``."""
         positive = np.flatnonzero(values > 0)
         return self._largest(positive, values[positive], n)
 
     def _largest(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
-        """The ``n`` of ``slots`` with the largest ``values``, best first, ties by key."""
+        """The ``n`` of ``slots`` with the largest ``values``, best first, ties by ``tie_key``."""
         if not len(slots) or n <= 0:
             return []
         if len(slots) > n:

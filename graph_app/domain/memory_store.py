@@ -15,6 +15,7 @@ import numpy as np
 
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.memory_doc import INF, MemoryDoc
+from graph_app.domain.tiebreak import tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
 
 # Each visibility column's value for a slot that holds no document.
@@ -95,7 +96,11 @@ class MemoryStore:
         self.docs[doc.key] = doc
         self._link(doc, slot)
         if doc.stream is not None and doc.position is not None:
-            self._streams.setdefault(doc.stream, {})[doc.position] = doc.key
+            stream = self._streams.setdefault(doc.stream, {})
+            holder = stream.get(doc.position)
+            # Two episodes at one position: the first by ``tie_key`` holds it, whichever came last.
+            if holder is None or holder == doc.key or tie_key(doc) < tie_key(self.docs[holder]):
+                stream[doc.position] = doc.key
         self._titled.update(set(doc.title_terms))
         self._set_columns(slot, doc)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from graph_app.domain.tiebreak import TieKey
+
 TITLE = "# Memory context"
 ELLIPSIS = "…"
 # An item may take at most this share of the budget before it is truncated.
@@ -29,7 +31,9 @@ MIN_TRUNCATED_TOKENS = 24
 class PackItem:
     """One candidate line. ``text[:keep]`` (the citation) and the last ``tail`` characters
     (what closes the line) are never cut; what lies between may be truncated when
-    ``truncatable``. ``order`` sorts lines inside their section."""
+    ``truncatable``. ``order`` sorts lines inside their section. ``tie`` orders items equal on
+    everything else (``tiebreak.tie_key`` of the document), before ``key``; ``nominal_tokens``,
+    when given, is the cost the utility density is ordered by (the budget takes the real one)."""
 
     key: str
     text: str
@@ -41,6 +45,10 @@ class PackItem:
     order: tuple[float, ...] = field(default=())
     # whether the packer may ask for a preview of it (costly: only for items that have one)
     previewable: bool = False
+    tie: TieKey = (0.0, "", "")
+    # tokens of the line as ordering counts them when its real count depends on ids the
+    # server made (a fact's citation and hash): -1, its real count
+    nominal_tokens: int = -1
 
 
 @dataclass(frozen=True)
@@ -168,7 +176,7 @@ class _Room:
     def fill(self, left_out: list[_Candidate]) -> None:
         """Fills what is left with the best items that did not fit, cut down to the room."""
         count, preview = self.count, self.preview
-        for item, _, _ in sorted(left_out, key=lambda c: (-c[0].utility, c[0].key)):
+        for item, _, _ in sorted(left_out, key=lambda c: (-c[0].utility, c[0].tie, c[0].key)):
             if not item.truncatable:
                 continue
             section_extra = self.heading(item.section)
@@ -235,7 +243,16 @@ def _candidates(
             if cut is not None:  # else: too long for the cap, still a candidate for the fill
                 item, tokens, truncated = cut, count(cut.text) + 1, True
         candidates.append((item, tokens, truncated))
-    candidates.sort(key=lambda c: (-c[0].utility / c[1], -c[0].utility, c[0].key))
+    # Utility density by the nominal tokens where given (not for a cut line: its own count).
+    candidates.sort(
+        key=lambda c: (
+            -c[0].utility
+            / (c[0].nominal_tokens + 1 if c[0].nominal_tokens >= 0 and not c[2] else c[1]),
+            -c[0].utility,
+            c[0].tie,
+            c[0].key,
+        )
+    )
     return candidates
 
 
@@ -259,8 +276,8 @@ def _bundle(
         )
         for item, tokens, truncated in chosen
     ]
-    orders = {item.key: item.order for item, _, _ in chosen}
-    packed.sort(key=lambda p: (orders[p.key], -p.utility, p.key))
+    orders = {item.key: (item.order, item.tie) for item, _, _ in chosen}
+    packed.sort(key=lambda p: (orders[p.key][0], -p.utility, orders[p.key][1], p.key))
     markdown = render(packed, title=title, sections=sections)
     total = count(markdown)
     # Line estimates can drift at boundaries: the whole bundle is the measure.

@@ -1,0 +1,34 @@
+"""The one rule that orders memory items the ranking cannot tell apart.
+
+Whenever two items are equal on what decides their place (BM25 score, utility after activation,
+utility density when packing, a line's place in its section), the tie goes to the item whose
+valid time is the more recent (an episode's ``occurred_at``, a fact's ``valid_from``), then to
+the smaller content digest: the SHA-256 of the fields the user recorded (``content_digest``).
+Neither a server-made id, a row id, a storage slot nor the order the records arrived in takes
+part, so the same memory gives the same context in any project, however and whenever it was
+recorded. Only records identical in all of those (which read the same) fall back to their
+document key, so that the order is total. Every sort and top-k selection of the compiler breaks
+its ties with ``tie_key``. Pure Python: no Django import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from graph_app.domain.memory_doc import MemoryDoc
+
+TieKey = tuple[float, str, str]
+
+
+def content_digest(fields: dict[str, object]) -> str:
+    """SHA-256 (hex) of an item's recorded fields as canonical JSON (keys sorted, instants as
+    ISO text): what the user wrote and when it held, never an id the server made."""
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def tie_key(doc: MemoryDoc) -> TieKey:
+    """Orders tied items: the most recent valid time first, then the content digest (then,
+    for identical records only, the document key)."""
+    return (-doc.valid_from, doc.digest, doc.key)
