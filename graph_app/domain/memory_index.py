@@ -404,7 +404,9 @@ class MemoryIndex(MemoryStore):
                         continue
                     share = factor * params.stream_weight * value / offset
                     lent[neighbour] = max(lent.get(neighbour, 0.0), share)
-        for slot, share in sorted(lent.items(), key=lambda x: self._tie(x[0])):
+        # Each slot is lent to once (the max above), so the order of these additions cannot
+        # change a sum.
+        for slot, share in lent.items():
             utility[slot] = utility.get(slot, 0.0) + share
 
     def _tie(self, slot: int) -> TieKey:

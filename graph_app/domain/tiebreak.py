@@ -14,18 +14,17 @@ its ties with ``tie_key``. Pure Python: no Django import.
 from __future__ import annotations
 
 import hashlib
-import json
 
 from graph_app.domain.memory_doc import MemoryDoc
+from memoryproject.domain.canonical import canonical_json
 
 TieKey = tuple[float, str, str]
 
 
 def content_digest(fields: dict[str, object]) -> str:
-    """SHA-256 (hex) of an item's recorded fields as canonical JSON (keys sorted, instants as
-    ISO text): what the user wrote and when it held, never an id the server made."""
-    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    """SHA-256 (hex) of an item's recorded fields as canonical JSON (RFC 8785, instants as ISO
+    text): what the user wrote and when it held, never an id the server made."""
+    return hashlib.sha256(canonical_json(fields)).hexdigest()
 
 
 def tie_key(doc: MemoryDoc) -> TieKey:
