@@ -37,7 +37,6 @@ from django.db import models
 
 from audit_app.domain.chain import EMPTY_TEXT_SHA256
 from audit_app.gate import audit_maintenance as audit_maintenance
-from memoryproject.append_only import AppendOnlyError as AppendOnlyError
 from memoryproject.append_only import AppendOnlyModel
 from memoryproject.domain.hash_chain import GENESIS_HASH as GENESIS_HASH
 from memoryproject.models import Project
