@@ -41,7 +41,7 @@ test: $(VENV)/.installed-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff, the layers contract (import-linter, [tool.importlinter] in pyproject.toml) and dead code
-# (vulture, with vulture_whitelist.py naming what the frameworks call)
+# (vulture, with ignore_names in [tool.vulture] naming what the frameworks call)
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
