@@ -15,6 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.findings import contradictions_audit
+from graph_app.contracts.episodes import EpisodeRecordResult
+from graph_app.contracts.facts import FactUpsertResult
 from graph_app.delivery import context_deliver
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
@@ -74,25 +76,51 @@ def _short(value: str, keep: int = 16) -> str:
     return value if len(value) <= keep else value[:keep] + "…"
 
 
-def step_adr(tour: Tour) -> Step:
-    episode = episode_record(
+def _auth_episode(
+    tour: Tour,
+    category: str,
+    external_id: str,
+    text: tuple[str, str],
+    files: list[str],
+    at: datetime,
+) -> EpisodeRecordResult:
+    """Records an episode (``text``: its title and content) that mentions auth_service."""
+    title, content = text
+    return episode_record(
         project=tour.project,
-        category="adr",
-        external_id="ADR-7",
-        title="Sign auth tokens with JWT HS256",
-        content="One shared HS256 secret signs every access token; services verify locally.",
-        files_touched=["src/auth/tokens.py"],
+        category=category,
+        external_id=external_id,
+        title=title,
+        content=content,
+        files_touched=files,
         entities_mentioned=["auth_service"],
-        occurred_at=tour.adopted,
+        occurred_at=at,
     )
-    fact = fact_upsert(
-        project=tour.project,
-        subject_id="auth_service",
-        predicate="uses_token_format",
-        object_value="JWT_HS256",
-        valid_from=tour.adopted,
-        source_episode=episode.id,
+
+
+def _fact(
+    tour: Tour, claim: tuple[str, str, str], at: datetime, source: str | None = None
+) -> FactUpsertResult:
+    """Asserts ``claim`` (subject, predicate, object value) from ``at``, cited to ``source``."""
+    parts: dict[str, Any] = dict(
+        zip(("subject_id", "predicate", "object_value"), claim, strict=True)
     )
+    return fact_upsert(project=tour.project, valid_from=at, source_episode=source, **parts)
+
+
+def step_adr(tour: Tour) -> Step:
+    episode = _auth_episode(
+        tour,
+        "adr",
+        "ADR-7",
+        (
+            "Sign auth tokens with JWT HS256",
+            "One shared HS256 secret signs every access token; services verify locally.",
+        ),
+        ["src/auth/tokens.py"],
+        tour.adopted,
+    )
+    fact = _fact(tour, ("auth_service", "uses_token_format", "JWT_HS256"), tour.adopted, episode.id)
     tour.state["first_fact"] = fact.fact.id
     return Step(
         "adr_episode",
@@ -106,26 +134,20 @@ def step_adr(tour: Tour) -> Step:
 
 
 def step_migration(tour: Tour) -> Step:
-    episode = episode_record(
-        project=tour.project,
-        category="migration",
-        external_id="MIG-12",
-        title="Move auth tokens to PASETO v4",
-        content=(
+    episode = _auth_episode(
+        tour,
+        "migration",
+        "MIG-12",
+        (
+            "Move auth tokens to PASETO v4",
             "The shared HS256 secret leaked into three repositories. Tokens are now PASETO v4 "
-            "public: the auth service signs, the others verify with its public key."
+            "public: the auth service signs, the others verify with its public key.",
         ),
-        files_touched=["src/auth/tokens.py", "src/auth/keys.py"],
-        entities_mentioned=["auth_service"],
-        occurred_at=tour.migrated,
+        ["src/auth/tokens.py", "src/auth/keys.py"],
+        tour.migrated,
     )
-    fact = fact_upsert(
-        project=tour.project,
-        subject_id="auth_service",
-        predicate="uses_token_format",
-        object_value="PASETO_v4_public",
-        valid_from=tour.migrated,
-        source_episode=episode.id,
+    fact = _fact(
+        tour, ("auth_service", "uses_token_format", "PASETO_v4_public"), tour.migrated, episode.id
     )
     superseded = [f.id for f in fact.superseded]
     tour.state["second_fact"] = fact.fact.id
@@ -170,15 +192,16 @@ def step_time_travel(tour: Tour) -> Step:
 
 
 def step_compile(tour: Tour) -> Step:
-    episode_record(
-        project=tour.project,
-        category="invariant",
-        external_id="INV-3",
-        title="Tokens never outlive their signing key",
-        content="Rotating a key revokes every token it signed; verification checks the key id.",
-        files_touched=["src/auth/keys.py"],
-        entities_mentioned=["auth_service"],
-        occurred_at=tour.migrated + timedelta(days=2),
+    _auth_episode(
+        tour,
+        "invariant",
+        "INV-3",
+        (
+            "Tokens never outlive their signing key",
+            "Rotating a key revokes every token it signed; verification checks the key id.",
+        ),
+        ["src/auth/keys.py"],
+        tour.migrated + timedelta(days=2),
     )
     result = context_deliver(
         project=tour.project, query="auth_service token format", max_tokens=BUDGET, caller=CALLER
@@ -225,20 +248,8 @@ def step_integrity(tour: Tour) -> Step:
 
 def step_contradiction(tour: Tour) -> Step:
     # Two agents named one relation two ways: the alias rule sees one claim contradict the other.
-    older = fact_upsert(
-        project=tour.project,
-        subject_id="payment_ledger",
-        predicate="uses_currency_precision",
-        object_value="2_decimals",
-        valid_from=tour.adopted,
-    )
-    newer = fact_upsert(
-        project=tour.project,
-        subject_id="payment_ledger",
-        predicate="currency_precision",
-        object_value="4_decimals",
-        valid_from=tour.migrated,
-    )
+    older = _fact(tour, ("payment_ledger", "uses_currency_precision", "2_decimals"), tour.adopted)
+    newer = _fact(tour, ("payment_ledger", "currency_precision", "4_decimals"), tour.migrated)
     found = contradictions_audit(project=tour.project, auto_resolve=False, caller=CALLER)
     resolved = contradictions_audit(project=tour.project, auto_resolve=True, caller=CALLER)
     finding = found.findings[0] if found.findings else None
