@@ -234,28 +234,23 @@ class InjectionRecordAdmin(ExportMixin, ClientColumnAdmin, ServiceRowsAdmin):
         extra_context = {**(extra_context or {}), "chain_status": chain_status()}
         return super().changelist_view(request, extra_context)
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: InjectionRecord | None = None,
-    ) -> HttpResponse:
-        if obj is not None:
-            delivery = delivery_view(obj)
-            context["delivery"] = delivery
-            context["source_urls"] = [
-                admin_url(*source.admin) if source.admin else "" for source in delivery.sources
-            ]
-            context["delivery_sources"] = list(
-                zip(delivery.sources, context["source_urls"], strict=True)
-            )
-            context["delivery_created"] = utc_time_cell(obj.created_at)
-            context["delivery_client"] = client_shown(obj.client, user=request.user)
-            context["delivery_generated"] = utc_time_cell(obj.generated_at)
-        return super().render_change_form(request, context, add, change, form_url, obj)
+    def change_form_context(
+        self, request: HttpRequest, obj: InjectionRecord | None
+    ) -> dict[str, Any]:
+        if obj is None:
+            return {}
+        delivery = delivery_view(obj)
+        source_urls = [
+            admin_url(*source.admin) if source.admin else "" for source in delivery.sources
+        ]
+        return {
+            "delivery": delivery,
+            "source_urls": source_urls,
+            "delivery_sources": list(zip(delivery.sources, source_urls, strict=True)),
+            "delivery_created": utc_time_cell(obj.created_at),
+            "delivery_client": client_shown(obj.client, user=request.user),
+            "delivery_generated": utc_time_cell(obj.generated_at),
+        }
 
 
 def _joined(links: list[SafeString], total: int) -> SafeString:

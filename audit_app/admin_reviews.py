@@ -103,6 +103,11 @@ class _QueueAdmin(ServiceRowsAdmin):
         return [decide, *super().get_urls()]
 
     def decide(self, request: HttpRequest, obj: Any, data: dict[str, Any]) -> None:
+        """Records the form's decision on the row ``obj`` (its id) by the signed-in user."""
+        by = request.user.get_username()
+        self.decide_row(int(obj), decision=data["decision"], by=by, reason=data["reason"])
+
+    def decide_row(self, row_id: int, *, decision: str, by: str, reason: str) -> None:
         raise NotImplementedError
 
     def decide_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
@@ -126,22 +131,16 @@ class _QueueAdmin(ServiceRowsAdmin):
         self.message_user(request, f"Decision recorded: {form.cleaned_data['decision']}.")
         return HttpResponseRedirect(back)
 
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Any = None,
-    ) -> HttpResponse:
+    def change_form_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
         decidable = obj is not None and obj.state == self.open_state and can_decide(request)
-        context["decision_form"] = self.decision_form() if decidable else None
-        if decidable:
-            context["decide_url"] = reverse(
+        if not decidable:
+            return {"decision_form": None}
+        return {
+            "decision_form": self.decision_form(),
+            "decide_url": reverse(
                 f"admin:{self.opts.app_label}_{self.opts.model_name}_decide", args=[obj.pk]
-            )
-        return super().render_change_form(request, context, add, change, form_url, obj)
+            ),
+        }
 
 
 class _StateFilter(admin.SimpleListFilter):
@@ -219,13 +218,8 @@ class ReviewAdmin(_QueueAdmin):
     fields = REVIEW_FIELDS
     readonly_fields = REVIEW_FIELDS
 
-    def decide(self, request: HttpRequest, obj: Any, data: dict[str, Any]) -> None:
-        review_decide(
-            review_id=int(obj),
-            decision=data["decision"],
-            by=request.user.get_username(),
-            reason=data["reason"],
-        )
+    def decide_row(self, row_id: int, *, decision: str, by: str, reason: str) -> None:
+        review_decide(review_id=row_id, decision=decision, by=by, reason=reason)
 
     @admin.display(description="created (UTC)", ordering="created_at")
     def created(self, obj: Review) -> str:
@@ -306,13 +300,8 @@ class FindingReviewAdmin(_QueueAdmin):
             "audit_app.view_contradictionfinding"
         )
 
-    def decide(self, request: HttpRequest, obj: Any, data: dict[str, Any]) -> None:
-        review_finding_decide(
-            finding_id=int(obj),
-            decision=data["decision"],
-            by=request.user.get_username(),
-            reason=data["reason"],
-        )
+    def decide_row(self, row_id: int, *, decision: str, by: str, reason: str) -> None:
+        review_finding_decide(finding_id=row_id, decision=decision, by=by, reason=reason)
 
 
 __all__ = ["FindingReviewAdmin", "ReviewAdmin", "ReviewState", "can_decide"]

@@ -20,6 +20,7 @@ import tablib
 from import_export import fields, resources
 from import_export.formats import base_formats
 
+from audit_app.domain.chain import HASHED_FIELDS_V1
 from audit_app.models import AuditCheckpoint, InjectionLogHead, InjectionRecord
 from memoryproject.domain.canonical import canonical_json
 from memoryproject.timeutil import iso
@@ -74,6 +75,19 @@ def chain_provenance() -> dict[str, Any]:
     }
 
 
+# The columns: the payload record format 1 hashes, in its order, each name followed by the columns
+# that belong beside it (the format, the project's slug, the self-reported client, what format 2
+# hashes too, the record's own hash).
+_BESIDE = {
+    "seq": ("record_format",),
+    "project_id": ("project",),
+    "client": ("client_reported",),
+    "trace_ids": ("request", "items"),
+    "prev_hash": ("record_hash",),
+}
+COLUMNS = ("id", *(c for name in HASHED_FIELDS_V1 for c in (name, *_BESIDE.get(name, ()))))
+
+
 class InjectionRecordResource(resources.ModelResource):
     """One row per record: the hashed payload, the project's slug, and the chain columns."""
 
@@ -89,30 +103,7 @@ class InjectionRecordResource(resources.ModelResource):
 
     class Meta:
         model = InjectionRecord
-        fields = (
-            "id",
-            "seq",
-            "record_format",
-            "project_id",
-            "project",
-            "source",
-            "channel",
-            "client",
-            "client_reported",
-            "status",
-            "decision",
-            "trust_score",
-            "threshold",
-            "mode",
-            "trace_ids",
-            "request",
-            "items",
-            "prompt_sha256",
-            "generated_at",
-            "created_at",
-            "prev_hash",
-            "record_hash",
-        )
+        fields = COLUMNS
         export_order = fields
 
     def __init__(self, **kwargs: Any) -> None:

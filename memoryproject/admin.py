@@ -13,7 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.exceptions import NotRegistered
 from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from rest_framework_api_key.admin import APIKeyModelAdmin
@@ -58,6 +58,22 @@ class ServiceRowsAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return self.allow_delete and super().has_delete_permission(request, obj)
+
+    def change_form_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        """What the detail page of ``obj`` (None on an add form) shows beyond its fields."""
+        return {}
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        context.update(self.change_form_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 CLIENT = "client"

@@ -32,6 +32,7 @@ RECORD_FORMAT = 2
 #: The legal floor of log retention in days (EU AI Act Art. 19 and 26(6): six months).
 MINIMUM_RETENTION_DAYS = 183
 
+#: What format 1 hashes, in the order the exported log (audit_app.export) shows its columns.
 HASHED_FIELDS_V1 = (
     "seq",
     "project_id",
