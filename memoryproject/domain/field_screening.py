@@ -30,6 +30,7 @@ from memoryproject.domain.screening import (
     Flag,
     Masked,
     Screening,
+    all_keys,
     instructions_find,
     record_screen,
     text_mask,
@@ -67,16 +68,6 @@ def _has_dict(value: Any) -> bool:
     return isinstance(value, list) and any(_has_dict(item) for item in value)
 
 
-def _all_keys(value: Any) -> Iterable[str]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _all_keys(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _all_keys(item)
-
-
 def _free(name: str, taken: set[str]) -> str:
     """``name``, or ``name~2``, ``name~3``... when the object already holds it."""
     if name not in taken:
@@ -111,7 +102,7 @@ def keys_screen(value: Any, where: str) -> tuple[Any, list[Masked], list[Flag]]:
     instruction-like keys flagged, by field path (``<path>#key``)."""
     if not _has_dict(value):
         return value, [], []
-    keys = "\n".join(_all_keys(value))
+    keys = "\n".join(all_keys(value))
     probe = record_screen({where: keys})
     if not probe.masked and not probe.flagged:
         return value, [], []
@@ -201,7 +192,7 @@ def writes_clean(writes: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) 
     import) screens write by write only where this says no. Each string is read as
     ``write_screen`` reads it, under the same key, and the keys as text."""
     batch = [
-        [dict(fields), _present(ids), "\n".join(_all_keys(dict(fields)))] for fields, ids in writes
+        [dict(fields), _present(ids), "\n".join(all_keys(dict(fields)))] for fields, ids in writes
     ]
     probe = record_screen({"writes": batch})
     return not probe.masked and not probe.flagged

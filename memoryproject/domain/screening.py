@@ -246,20 +246,21 @@ class Screening:
         }
 
 
-def _keys(value: Any) -> Iterable[str]:
+def all_keys(value: Any) -> Iterable[str]:
+    """Every key of every object nested in ``value`` (JSON-like: dicts and lists), as text."""
     if isinstance(value, dict):
         for key, item in value.items():
             yield str(key)
-            yield from _keys(item)
+            yield from all_keys(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _keys(item)
+            yield from all_keys(item)
 
 
 def _clean(fields: Mapping[str, Any]) -> bool:
     """Whether nothing in ``fields`` can be masked or flagged, found in one pass over all their
     text joined (a rule that matches a field matches the joined text too)."""
-    if any(_KEY_PASSWORD.search(k) or _KEY_CREDENTIAL.search(k) for k in _keys(dict(fields))):
+    if any(_KEY_PASSWORD.search(k) or _KEY_CREDENTIAL.search(k) for k in all_keys(dict(fields))):
         return False
     joined = "\n".join(text for name, value in fields.items() for _, text in _strings(value, name))
     if len(joined) > _CLEAN_KEPT_CHARS:

@@ -173,15 +173,20 @@ _DEST_NEEDLES = (
     "http|ftp:|ws:|wss:|@|webhook|pastebin|requestbin|ngrok|my server|this url|this address"
     "|this endpoint|this server|following url|following address|following endpoint|attacker"
 )
-_REPLACES = "replaces the agent's instructions"
-_PERSONA = "role-play jailbreak"
-_NOTE = "note to the AI reading this"
-_RUN = "tells the agent to run a tool or command"
+# The rules' names (what a flag says), which the rules in other languages share
+# (screening_languages).
+IGNORE_PREVIOUS = "ignore previous instructions"
+REPLACES_INSTRUCTIONS = "replaces the agent's instructions"
+ROLE_PLAY = "role-play jailbreak"
+NOTE_TO_AI = "note to the AI reading this"
+KEEPS_USER_DARK = "keeps the user in the dark"
+SENDS_SECRETS = "sends secrets to a network address"
+RUNS_TOOL = "tells the agent to run a tool or command"
 
 RULES: tuple[InstructionRule, ...] = (
     InstructionRule(
         OVERRIDE,
-        "ignore previous instructions",
+        IGNORE_PREVIOUS,
         _rx(
             rf"\b{_IGNORE}\s+(?:(?:all|any|the|your|of|everything|these|those|my|its)\s+)*"
             rf"{_QUALIFIER}\s+(?:\w+\s+)?{_TARGET}\b"
@@ -198,7 +203,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _REPLACES,
+        REPLACES_INSTRUCTIONS,
         _rx(
             r"\b(?:your|the\s+(?:ai|assistant|agent|model)'?s?)\s+(?:new|real|actual|true|updated"
             r"|only|hidden)\s+(?:system\s+)?(?:instructions?|prompt|rules|task|objective|goal"
@@ -214,7 +219,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _REPLACES,
+        REPLACES_INSTRUCTIONS,
         _rx(
             rf"\bfrom\s+now\s+on,?\s+(?:you|the\s+{_AGENT})\s+(?:will|must|shall|are\s+to"
             r"|should)\s+(?:only\s+|always\s+|never\s+)?(?:ignore|obey|respond|answer|act|reply"
@@ -227,7 +232,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         _rx(
             r"\byou\s+are\s+(?:now|no\s+longer)\s+(?:DAN\b|in\s+\w+\s+mode|an?\s+(?:\w+\s+)?"
             r"(?:unrestricted|unfiltered|uncensored|evil|jailbroken|rogue)|bound\s+by|restricted"
@@ -237,7 +242,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         _rx(
             r"\b(?:act|behave|pretend|role-?play|respond)\s+(?:as|like|to\s+be|that\s+you\s+are"
             r"|as\s+if\s+you\s+(?:were|are))\s+(?:an?\s+)?(?:\w+\s+)?(?:DAN\b|unrestricted"
@@ -255,7 +260,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         _rx(
             r"\bdo\s+anything\s+now\b|\b(?:developer|god|jailbreak|DAN|unrestricted|sudo)\s+mode"
             r"\s+(?:is\s+)?(?:enabled|activated|on|engaged)\b|\b(?:enable|activate|enter|switch\s+to)"
@@ -268,7 +273,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         _rx(
             r"\b(?:with\s+no|without\s+(?:any\s+)?|free\s+(?:of|from)\s+(?:all\s+|any\s+)?)"
             r"(?:ethical|moral|safety|content)\s+(?:guidelines|restrictions|filters|limits|rules)"
@@ -285,7 +290,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         _rx(
             r"\b(?:note|message|instructions?|reminder|attention|memo|p\.?s\.?|fyi|warning)\s*"
             rf"(?:to|for)\s+(?:the\s+|any\s+|all\s+|an?\s+|every\s+|you,?\s+(?:the\s+)?)?{_AGENT}s?"
@@ -310,7 +315,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         _rx(
             rf"(?:^|[\n(\[*>#/-]\s*)(?:the\s+)?{_AGENT}s?\s*(?:reading\s+this\s*)?[:,]\s*"
             r"(?:please\s+)?(?:ignore|disregard|forget|do\s+not\s+tell|don'?t\s+tell|you\s+must"
@@ -320,7 +325,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         OVERRIDE,
-        "keeps the user in the dark",
+        KEEPS_USER_DARK,
         _rx(
             r"\bdo\s+not\s+(?:tell|inform|alert|warn|notify|mention\s+(?:this|it)\s+to)\s+the\s+user"
             r"|\bdon'?t\s+(?:tell|inform|alert|warn|let)\s+the\s+user(?:\s+know)?\b"
@@ -368,7 +373,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         EXFILTRATION,
-        "sends secrets to a network address",
+        SENDS_SECRETS,
         # Anchored on the verb, the loot and the address looked for ahead in the same sentence:
         # linear in the text, where a gap between alternations would be quadratic.
         _rx(rf"{_SEND}(?={_GAP}{{0,80}}?\b{_LOOT}\b)(?={_GAP}{{0,160}}?{_DESTINATION})"),
@@ -376,7 +381,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         EXFILTRATION,
-        "sends secrets to a network address",
+        SENDS_SECRETS,
         _rx(
             rf"\b{_LOOT}\b(?={_GAP}{{0,40}}?\b(?:to|at|into)\s+{_DESTINATION})"
             r"|(?:https?|ftp|wss?)://\S{0,200}+(?=" + _GAP + r"{0,60}?\b(?:with|containing"
@@ -386,19 +391,19 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         EXFILTRATION,
-        "sends secrets to a network address",
+        SENDS_SECRETS,
         _rx(r"!\[[^\]\n]{0,80}\]\(https?://[^)\s]{0,200}[?&][\w-]+=(?:\{|\$|<|\[|%7B)"),
         _needles("![", "?|&"),
     ),
     InstructionRule(
         EXFILTRATION,
-        "sends secrets to a network address",
+        SENDS_SECRETS,
         _rx(r"\b(?:printenv|env|set)\s*\|\s*(?:curl|nc|netcat|wget)\b"),
         _needles("|", "printenv|env|set", "curl|nc|netcat|wget"),
     ),
     InstructionRule(
         EXFILTRATION,
-        "sends secrets to a network address",
+        SENDS_SECRETS,
         _rx(
             r"\bos\.environ\b[^\n]{0,80}\b(?:requests|urllib|httpx|fetch)\b"
             r"|\b(?:requests|httpx)\.post\([^\n]{0,120}\bos\.environ"
@@ -467,7 +472,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         TOOL_CALL,
-        _RUN,
+        RUNS_TOOL,
         _rx(
             r"\b(?:you\s+must|you\s+should|you\s+will|immediately|silently|secretly)\s+(?:now\s+)?"
             r"(?:run|execute|call|invoke|use)\s+(?:the\s+|this\s+|a\s+)?(?:\w+\s+){0,2}?"
@@ -480,7 +485,7 @@ RULES: tuple[InstructionRule, ...] = (
     ),
     InstructionRule(
         TOOL_CALL,
-        _RUN,
+        RUNS_TOOL,
         _rx(
             r"\b(?:run|execute|call|invoke)\s+(?:the\s+)?(?:following|this|these)\s+(?:shell\s+)?"
             r"(?:commands?|scripts?|tools?|code)\s+(?:now|immediately|silently|without\s+"

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from memoryproject.domain.screening_instructions import (
     EXFILTRATION,
+    IGNORE_PREVIOUS,
+    KEEPS_USER_DARK,
+    NOTE_TO_AI,
     OVERRIDE,
+    ROLE_PLAY,
+    SENDS_SECRETS,
     InstructionRule,
     _rx,
 )
@@ -117,17 +122,12 @@ LANGUAGE_MARKERS: dict[str, tuple[str, ...]] = {
 _W = r"(?:[\w'’-]+\s+)"  # one word and its space
 _URL = r"(?:https?://|\S+@\S+\.\w+|\b\d{1,3}(?:\.\d{1,3}){3}\b)"
 _CJK_GAP = r"[^。！？\n.!?]"
-_IGNORE = "ignore previous instructions"
-_PERSONA = "role-play jailbreak"
-_SECRETS = "sends secrets to a network address"
-_NOTE = "note to the AI reading this"
-_DARK = "keeps the user in the dark"
 
 LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- German
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "de",
         rf"\b(?:ignorier|vergiss|vergesst|missacht|übergeh|verwirf|verwerft)\w*\s+{_W}{{0,4}}?"
         r"(?:vorherig|bisherig|obig|vorangegangen|früher|alle|ursprünglich|system|deine)\w*\s+"
@@ -140,7 +140,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "de",
         r"\bdu\s+bist\s+(?:jetzt|nun|ab\s+sofort|ab\s+jetzt)\s+" + _W + r"{0,3}?(?:KI|Assistent"
         r"|Modell|DAN|Bot|Chatbot)\w*\s+(?:ohne|die\s+keine|der\s+keine|das\s+keine)"
@@ -151,7 +151,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "de",
         rf"\b(?:send|schick|übermittel|lad|kopier|poste|leite)\w*\s+{_W}{{0,6}}?(?:schlüssel"
         r"|passw|geheimnis|zugangsdat|token|api-key|\.env|umgebungsvariabl|ssh|anmeldedat)\w*"
@@ -160,7 +160,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "de",
         r"\b(?:hinweis|notiz|nachricht|anweisung|mitteilung)\s+(?:an|für)\s+(?:die|den|das|jede)?"
         r"\s*(?:KI|Assistent\w*|Sprachmodell|Agent\w*|LLM)\b"
@@ -170,7 +170,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "de",
         r"\b(?:sag|erzähl|verrat|teil)\w*\s+(?:es\s+|das\s+|davon\s+)?(?:dem\s+)?(?:Benutzer|Nutzer"
         r"|Anwender)\s+nichts|\bohne\s+(?:den\s+)?(?:Benutzer|Nutzer|Anwender)\s+zu\s+(?:fragen"
@@ -180,7 +180,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- French
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "fr",
         rf"\b(?:ignore[rsz]?|oublie[rsz]?|néglige[rsz]?|fais\s+abstraction\s+d)\w*\s+{_W}{{0,3}}?"
         r"(?:instructions?|consignes?|directives?|règles|ordres|prompts?)\s+(?:\w+\s+)?"
@@ -191,7 +191,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "fr",
         r"\btu\s+es\s+(?:maintenant|désormais|dorénavant|à\s+présent)\s+(?:une?\s+)?(?:\w+\s+)?"
         r"(?:IA|assistant|modèle|DAN|bot)\w*\s+(?:sans|qui\s+n)"
@@ -201,7 +201,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "fr",
         rf"\b(?:envoie|envoyez|envoyer|transmets|transmettez|télécharge|copie|publie|poste)\w*\s+"
         rf"{_W}{{0,6}}?(?:clés?|mots?\s+de\s+passe|secrets?|identifiants|jetons?|tokens?|\.env"
@@ -210,7 +210,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "fr",
         r"\b(?:note|message|remarque|consigne)\s+(?:à|pour)\s+(?:l'|la\s+|le\s+|toute\s+)?"
         r"(?:IA|intelligence\s+artificielle|assistant|agent|modèle|LLM)\b"
@@ -219,7 +219,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "fr",
         r"\bne\s+(?:le\s+|rien\s+)?(?:dis|dites|révèle|signale)\s+(?:rien\s+)?à\s+l'utilisateur"
         r"|\bsans\s+(?:prévenir|informer|avertir|demander\s+à)\s+l'utilisateur",
@@ -228,7 +228,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Spanish
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "es",
         rf"\b(?:ignora|ignore|ignoren|olvida|olvide|olviden|descarta|omite|pasa\s+por\s+alto)\w*\s+"
         rf"{_W}{{0,3}}?(?:instrucciones|indicaciones|reglas|directrices|órdenes|prompts?)\s+"
@@ -238,7 +238,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "es",
         r"\b(?:ahora\s+)?eres\s+(?:ahora\s+)?(?:una?\s+)?(?:\w+\s+)?(?:IA|asistente|modelo|DAN|bot)"
         r"\s+(?:sin|que\s+no)|\bfinge\s+(?:ser|que\s+eres)|\bsin\s+(?:ninguna\s+)?(?:restricciones"
@@ -247,7 +247,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "es",
         rf"\b(?:envía|envia|envíe|manda|sube|transmite|copia|publica)\w*\s+{_W}{{0,6}}?(?:claves?"
         rf"|contraseñas?|secretos?|credenciales|tokens?|\.env|variables\s+de\s+entorno)\s+{_W}{{0,5}}?"
@@ -256,7 +256,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "es",
         r"\b(?:nota|mensaje|aviso|instrucción)\s+(?:para|a)\s+(?:la\s+|el\s+|cualquier\s+)?(?:IA"
         r"|inteligencia\s+artificial|asistente|agente|modelo|LLM)\b"
@@ -265,7 +265,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "es",
         r"\bno\s+(?:le\s+)?(?:digas|informes|avises|cuentes|menciones)\s+(?:nada\s+)?al\s+usuario"
         r"|\bsin\s+(?:avisar|informar|preguntar)\s+al\s+usuario",
@@ -274,7 +274,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Portuguese
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "pt",
         r"\b(?:ignore|ignora|ignorem|esqueça|esqueca|esquece|desconsidere|descarte)\w*\s+"
         r"(?:\w+\s+){0,3}?(?:instruções|instrucoes|orientações|regras|diretrizes|ordens|prompts?)"
@@ -283,7 +283,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "pt",
         r"\b(?:agora\s+)?(?:você|voce|tu)\s+(?:é|e|és)\s+(?:agora\s+)?(?:uma?\s+)?(?:\w+\s+)?"
         r"(?:IA|assistente|modelo|DAN|bot)\s+(?:sem|que\s+não)|\bfinja\s+(?:ser|que\s+(?:é|você))"
@@ -293,7 +293,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "pt",
         rf"\b(?:envie|envia|mande|manda|suba|transmita|copie|publique)\w*\s+{_W}{{0,6}}?(?:chaves?"
         r"|senhas?|segredos?|credenciais|tokens?|\.env|variáveis\s+de\s+ambiente)\s+"
@@ -302,7 +302,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "pt",
         r"\b(?:nota|mensagem|aviso|recado)\s+(?:para|à|a|ao)\s+(?:a\s+|o\s+|qualquer\s+)?(?:IA"
         r"|inteligência\s+artificial|assistente|agente|modelo|LLM)\b"
@@ -311,7 +311,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "pt",
         r"\bnão\s+(?:conte|diga|avise|informe|mencione)\s+(?:nada\s+)?(?:ao|para\s+o)\s+usuário"
         r"|\bsem\s+(?:avisar|informar|perguntar\s+a)o?\s+usuário",
@@ -320,7 +320,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Italian
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "it",
         r"\b(?:ignora|ignori|ignorate|dimentica|dimentichi|dimenticate|trascura|scarta)\w*\s+"
         r"(?:\w+\s+|\w+'){0,3}?(?:istruzioni|indicazioni|regole|direttive|ordini|prompt)\s+"
@@ -329,7 +329,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "it",
         r"\b(?:ora\s+)?sei\s+(?:ora\s+)?(?:una?\s+|un'\s*)?(?:\w+\s+)?(?:IA|assistente|modello|DAN"
         r"|bot)\s+(?:senza|che\s+non)|\bfingi\s+di\s+essere|\bsenza\s+(?:alcuna\s+|alcun\s+)?"
@@ -338,7 +338,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "it",
         rf"\b(?:invia|manda|carica|trasmetti|copia|pubblica)\w*\s+(?:[\w'’-]+\s+|\w+'){{0,6}}?"
         r"(?:chiavi|chiave|password|segreti|credenziali|token|\.env|variabili\s+d'ambiente)\s+"
@@ -347,7 +347,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "it",
         r"\b(?:nota|messaggio|avviso)\s+(?:per|all'|alla|al)\s*(?:l'|la\s+|qualsiasi\s+)?(?:IA"
         r"|intelligenza\s+artificiale|assistente|agente|modello|LLM)\b"
@@ -356,7 +356,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "it",
         r"\bnon\s+(?:dire|dirlo|informare|avvisare|menzionare)\s+(?:nulla\s+|niente\s+)?"
         r"(?:all'|al\s+)utente|\bsenza\s+(?:avvisare|informare|chiedere\s+al)(?:l'|\s+l')?\s*utente",
@@ -365,7 +365,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Russian
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "ru",
         r"(?:игнорир|забудь|забудьте|проигнорир|не\s+обращай\w*\s+внимания\s+на|отбрось|отмени)"
         r"\w*\s+(?:\w+\s+){0,3}?(?:предыдущ|прежн|все|вышеуказанн|вышеизложенн|системн|исходн"
@@ -375,7 +375,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "ru",
         r"\bты\s+(?:теперь|отныне|больше\s+не)\s+(?:—\s+)?(?:\w+\s+){0,2}?(?:ИИ|ассистент|модель"
         r"|DAN|бот|нейросеть)\w*\s+(?:без|которая\s+не|который\s+не)"
@@ -386,7 +386,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "ru",
         r"(?:отправь|отправьте|пошли|перешли|загрузи|скопируй|вышли|передай)\w*\s+(?:\w+\s+){0,6}?"
         r"(?:ключ|парол|секрет|токен|учётн|учетн|\.env|переменн)\w*\s+(?:\w+\s+){0,5}?"
@@ -395,7 +395,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "ru",
         r"(?:заметка|сообщение|примечание|записка|указание)\s+(?:для|к)\s+(?:ИИ|ассистент|модел"
         r"|агент|нейросет|LLM)\w*"
@@ -404,7 +404,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "ru",
         r"\bне\s+(?:говори|сообщай|рассказывай|показывай)\s+(?:об\s+этом\s+|ничего\s+)?"
         r"пользовател\w*|\bбез\s+ведома\s+пользовател\w*",
@@ -413,7 +413,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Chinese (simplified and traditional)
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "zh",
         rf"(?:忽略|忽视|忽視|无视|無視|忘记|忘記|忘掉|不要理会|不要理會|不要遵守|不再遵守|跳过|跳過|放弃|放棄)"
         rf"{_CJK_GAP}{{0,12}}(?:之前|以前|先前|上面|上述|前面|所有|全部|原来|原來|原始|系统|系統|你的)"
@@ -422,7 +422,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "zh",
         rf"(?:你现在是|你現在是|从现在开始|從現在開始|扮演|假装|假裝|现在你是|現在你是)"
         rf"{_CJK_GAP}{{0,20}}(?:没有|沒有|不受|无|無|不必遵守)"
@@ -432,7 +432,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "zh",
         rf"(?:发送|發送|上传|上傳|传送|傳送|转发|轉發|发给|發給|发到|發到|寄给|提交)"
         rf"{_CJK_GAP}{{0,20}}(?:密钥|密鑰|密码|密碼|秘密|凭据|憑據|凭证|憑證|令牌|\.env|环境变量|環境變數|私钥|私鑰)"
@@ -442,7 +442,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "zh",
         rf"(?:给|給|致|写给|寫給|对|對)(?:正在)?{_CJK_GAP}{{0,6}}(?:AI|人工智能|助手|模型|智能体|智能體|代理)"
         r"的?(?:备注|備註|留言|消息|訊息|说明|說明|注意事项|注意事項|提示|指示)"
@@ -452,7 +452,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "zh",
         r"(?:不要|别|別|切勿|不得)(?:向|对|對)?(?:告诉|告訴|通知|提醒|透露给|透露給)?(?:用户|用戶|使用者)"
         r"(?:知道|透露|说|說)?",
@@ -461,7 +461,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Japanese
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "ja",
         rf"(?:以前|前|上記|これまで|すべて|全て|元|システム|最初)の?{_CJK_GAP}{{0,10}}"
         rf"(?:指示|命令|ルール|指令|プロンプト|規則)(?:を|は)?{_CJK_GAP}{{0,10}}"
@@ -470,7 +470,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "ja",
         rf"(?:あなたは今から|今からあなたは|あなたはもう|これからあなたは|あなたは)"
         rf"{_CJK_GAP}{{0,20}}(?:制限|ルール|フィルター|制約|検閲)(?:の|が)?(?:ない|なし|無し|ありません)"
@@ -480,7 +480,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "ja",
         rf"(?:鍵|キー|パスワード|秘密|認証情報|トークン|\.env|環境変数|秘密鍵)"
         rf"{_CJK_GAP}{{0,30}}(?:送信|送って|送れ|アップロード|転送|送付|投稿)",
@@ -488,7 +488,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "ja",
         r"(?:AI|アシスタント|モデル|エージェント|言語モデル)(?:へ|に)(?:の)?(?:メモ|注意|メッセージ"
         r"|お知らせ|指示|伝言)"
@@ -497,7 +497,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "ja",
         r"ユーザー(?:に|には)(?:言わない|伝えない|知らせない|言うな|教えないで|伝えないで|言わないで"
         r"|知らせないで|は?内緒)",
@@ -506,7 +506,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     # --- Korean
     _rule(
         OVERRIDE,
-        _IGNORE,
+        IGNORE_PREVIOUS,
         "ko",
         r"(?:이전|이전의|앞의|위의|모든|기존|시스템|원래|처음)\s*[^.\n]{0,10}(?:지시|지침|명령|규칙"
         r"|프롬프트|지시사항)[^.\n]{0,10}(?:무시|잊어|잊고|따르지)",
@@ -514,7 +514,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _PERSONA,
+        ROLE_PLAY,
         "ko",
         r"(?:너는|당신은)\s*(?:이제|지금부터)[^.\n]{0,20}(?:제한|규칙|필터|검열)[^.\n]{0,6}없"
         r"|(?:제한|제약|필터)(?:이|가)?\s*없는\s*(?:AI|인공지능|어시스턴트|모델)",
@@ -522,7 +522,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         EXFILTRATION,
-        _SECRETS,
+        SENDS_SECRETS,
         "ko",
         r"(?:키|비밀번호|암호|비밀|자격\s*증명|토큰|\.env|환경\s*변수|개인\s*키)[^.\n]{0,30}"
         r"(?:보내|전송|업로드|전달)",
@@ -530,7 +530,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _NOTE,
+        NOTE_TO_AI,
         "ko",
         r"(?:AI|인공지능|어시스턴트|모델|에이전트)(?:에게|를\s*위한|한테)\s*(?:보내는\s*)?(?:메모|참고"
         r"|메시지|알림|지시|전하는)"
@@ -539,7 +539,7 @@ LANGUAGE_RULES: tuple[InstructionRule, ...] = (
     ),
     _rule(
         OVERRIDE,
-        _DARK,
+        KEEPS_USER_DARK,
         "ko",
         r"사용자(?:에게|한테)\s*(?:말하지|알리지|알려주지|이야기하지)\s*(?:마|말)",
         "사용자",

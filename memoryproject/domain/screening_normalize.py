@@ -123,6 +123,15 @@ def _compose(view: View, text: str, origin: tuple[int, ...]) -> View:
     return replace(view, text=text, origin=origin)
 
 
+def _spliced(view: View, parts: list[str], origin: list[int], last: int) -> View:
+    """A view of ``view`` whose text is ``parts`` (each character's offset in ``view.text`` in
+    ``origin``) followed by the rest of ``view.text`` from ``last``."""
+    text = view.text
+    parts.append(text[last:])
+    origin.extend(range(last, len(text)))
+    return _compose(view, "".join(parts), tuple(origin))
+
+
 def _substitute(
     view: View, pattern: re.Pattern[str], repl: str | Callable[[re.Match[str]], str]
 ) -> View:
@@ -142,9 +151,7 @@ def _substitute(
         last = end
     if not parts:
         return view
-    parts.append(text[last:])
-    origin.extend(range(last, len(text)))
-    return _compose(view, "".join(parts), tuple(origin))
+    return _spliced(view, parts, origin, last)
 
 
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
@@ -493,9 +500,7 @@ def _fold(view: View, *, keep_space: bool) -> View:
         last = end
     if not changed:
         return view
-    parts.append(text[last:])
-    origin.extend(range(last, len(text)))
-    return _compose(view, "".join(parts), tuple(origin))
+    return _spliced(view, parts, origin, last)
 
 
 @lru_cache(maxsize=4096)

@@ -192,6 +192,22 @@ def _provider_rules() -> tuple[SecretRule, ...]:
 
 
 _WORD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+
+def _cli_password(pattern: str, needle: str, not_after: str) -> SecretRule:
+    """A password given as a command-line argument: ``pattern`` finds it (group ``secret``) in
+    text that holds ``needle``, not right after a character of ``not_after``."""
+    return SecretRule(
+        "password",
+        re.compile(pattern),
+        group="secret",
+        accept=_not_placeholder,
+        needles=(needle,),
+        anchored=True,
+        not_after=not_after,
+    )
+
+
 _PROVIDER_NEEDLES = {
     "sendgrid_key": ("sg.",),
     "gitlab_token": ("gl", "gr1348941"),
@@ -263,26 +279,12 @@ SECRET_RULES: tuple[SecretRule, ...] = (
         group="secret",
         accept=_not_placeholder,
     ),
-    SecretRule(
-        "password",
-        # a password given on a command line: mysql -pSECRET
-        re.compile(rf"(?i)mysql(?:dump|admin|sh)?\b[^\n|;&]{{0,200}}?\s-p{_CLI_SECRET}"),
-        group="secret",
-        accept=_not_placeholder,
-        needles=("mysql",),
-        anchored=True,
-        not_after=_WORD[:-2],
+    # a password given on a command line: mysql -pSECRET
+    _cli_password(
+        rf"(?i)mysql(?:dump|admin|sh)?\b[^\n|;&]{{0,200}}?\s-p{_CLI_SECRET}", "mysql", _WORD[:-2]
     ),
-    SecretRule(
-        "password",
-        # --password=, gpg --passphrase
-        re.compile(rf"(?i)--(?:password|passphrase|passwd)(?:=|\s+){_CLI_SECRET}"),
-        group="secret",
-        accept=_not_placeholder,
-        needles=("--pass",),
-        anchored=True,
-        not_after=_WORD,
-    ),
+    # --password=, gpg --passphrase
+    _cli_password(rf"(?i)--(?:password|passphrase|passwd)(?:=|\s+){_CLI_SECRET}", "--pass", _WORD),
     SecretRule(
         "password",
         # a password told in prose, in the languages memory is written in
