@@ -8,20 +8,17 @@ from django.utils.safestring import SafeString
 
 from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
 from sessions_app.models import SessionSummary, Trace
+from sessions_app.selectors import TRACE_COLUMNS
 
 
 @admin.register(Trace)
 class TraceAdmin(ServiceRowsAdmin):
+    # The recorded columns (the metadata aside), the creation time as its cell, and the project.
     list_display = [
         "trace_id",
         "created_cell",
         "project",
-        "model",
-        "policy",
-        "decision",
-        "trust_score",
-        "risk",
-        "status_code",
+        *(c for c in TRACE_COLUMNS if c not in ("trace_id", "created_at", "metadata")),
     ]
     list_filter = ["decision", "policy", "project"]
     search_fields = ["trace_id", "model"]
