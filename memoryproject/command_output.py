@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -57,3 +58,12 @@ def refuse(
         name = type(command).__module__.rsplit(".", 1)[-1]  # the command's own name
         command.stderr.write(f"{name}: {message}")
     raise SystemExit(status)
+
+
+def input_file(command: BaseCommand, value: str, *, label: str, as_json: bool) -> Path:
+    """``value`` as the path of a file the command reads; a refusal (bad input, naming the
+    argument ``label``) when there is no such file."""
+    path = Path(value)
+    if not path.is_file():
+        refuse(command, f"{label}: no such file {path}", as_json=as_json, status=BAD_INPUT)
+    return path

@@ -11,16 +11,14 @@ line. Exit status 2 on bad input or a refused import, 0 when imported and verifi
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DataError, IntegrityError
 
-from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
+from memoryproject.command_output import BAD_INPUT, answer, input_file, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
-from orchestration.portability import project_import
+from orchestration.portability import ImportResult, project_import
 
 
 class Command(BaseCommand):
@@ -38,9 +36,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         as_json = options["json"]
-        path = Path(options["file"])
-        if not path.is_file():
-            refuse(self, f"FILE: no such file {path}", as_json=as_json, status=BAD_INPUT)
+        path = input_file(self, options["file"], label="FILE", as_json=as_json)
         try:
             result = project_import(
                 path=path, project_slug=options["project"], skip_receipts=options["skip_receipts"]
@@ -57,13 +53,16 @@ class Command(BaseCommand):
                 as_json=as_json,
                 status=BAD_INPUT,
             )
-        if as_json:
-            self.stdout.write(json.dumps(result.as_json()))
-            return
-        self.stdout.write(f"imported project '{result.project}' (receipts: {result.receipts})")
-        for table, count in result.counts.items():
-            self.stdout.write(f"  {table:<16} {count}")
-        self.stdout.write("  graph integrity  verified")
-        self.stdout.write("  injection log    verified")
-        for warning in result.warnings:
-            self.stderr.write(f"warning: {warning}")
+        answer(self, result, _render, as_json=as_json)
+        if not as_json:
+            for warning in result.warnings:
+                self.stderr.write(f"warning: {warning}")
+
+
+def _render(result: ImportResult) -> str:
+    counts = "".join(f"  {table:<16} {count}\n" for table, count in result.counts.items())
+    return (
+        f"imported project '{result.project}' (receipts: {result.receipts})\n{counts}"
+        "  graph integrity  verified\n"
+        "  injection log    verified\n"
+    )

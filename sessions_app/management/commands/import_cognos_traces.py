@@ -7,12 +7,11 @@ skipped with its reason. Exit status 2 on bad input (no such file, not a CognOS 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, json_flag_add, refuse
+from memoryproject.command_output import BAD_INPUT, input_file, json_flag_add, refuse
 from memoryproject.errors import ApplicationError
 from memoryproject.models import Project, slug_validator
 from memoryproject.writes import write_transaction
@@ -29,9 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         as_json = options["json"]
-        path = Path(options["db"])
-        if not path.is_file():
-            refuse(self, f"DB: no such file {path}", as_json=as_json, status=BAD_INPUT)
+        path = input_file(self, options["db"], label="DB", as_json=as_json)
         slug = options["project"]
         try:
             slug_validator(slug)
