@@ -18,7 +18,7 @@ import binascii
 import html
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from urllib.parse import unquote
@@ -123,10 +123,28 @@ def _compose(view: View, text: str, origin: tuple[int, ...]) -> View:
     return replace(view, text=text, origin=origin)
 
 
-def _spliced(view: View, parts: list[str], origin: list[int], last: int) -> View:
-    """A view of ``view`` whose text is ``parts`` (each character's offset in ``view.text`` in
-    ``origin``) followed by the rest of ``view.text`` from ``last``."""
+def _spliced(
+    view: View,
+    pattern: re.Pattern[str],
+    pieces: Callable[[re.Match[str]], Iterable[tuple[str, int]]],
+) -> View | None:
+    """A view of ``view`` with each match of ``pattern`` replaced by what ``pieces(match)``
+    gives: texts, each with the offset in ``view.text`` its characters point at (the rest keeps
+    its offsets). None when nothing matched."""
     text = view.text
+    parts: list[str] = []
+    origin: list[int] = []
+    last = 0
+    for match in pattern.finditer(text):
+        start, end = match.span()
+        parts.append(text[last:start])
+        origin.extend(range(last, start))
+        for piece, at in pieces(match):
+            parts.append(piece)
+            origin.extend([at] * len(piece))
+        last = end
+    if not parts:
+        return None
     parts.append(text[last:])
     origin.extend(range(last, len(text)))
     return _compose(view, "".join(parts), tuple(origin))
@@ -137,21 +155,12 @@ def _substitute(
 ) -> View:
     """``view`` with every match of ``pattern`` replaced by ``repl`` (a text, or a function of
     the match), the offsets kept: inserted characters point at the match's start."""
-    text = view.text
-    parts: list[str] = []
-    origin: list[int] = []
-    last = 0
-    for match in pattern.finditer(text):
-        start, end = match.span()
-        parts.append(text[last:start])
-        origin.extend(range(last, start))
-        new = repl if isinstance(repl, str) else repl(match)
-        parts.append(new)
-        origin.extend([start] * len(new))
-        last = end
-    if not parts:
-        return view
-    return _spliced(view, parts, origin, last)
+
+    def pieces(match: re.Match[str]) -> tuple[tuple[str, int]]:
+        return ((repl if isinstance(repl, str) else repl(match), match.start()),)
+
+    spliced = _spliced(view, pattern, pieces)
+    return view if spliced is None else spliced
 
 
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
@@ -483,24 +492,20 @@ def _fold(view: View, *, keep_space: bool) -> View:
     # accented letters): each distinct one is looked at once, and such a text is left as it is.
     if all(_kept(char, keep_space) for char in wide_chars(text)):
         return view
-    parts: list[str] = []
-    origin: list[int] = []
-    last = 0
     changed = False
-    for match in _NON_ASCII.finditer(text):
-        start, end = match.span()
-        parts.append(text[last:start])
-        origin.extend(range(last, start))
-        for at in range(start, end):
+
+    def pieces(match: re.Match[str]) -> list[tuple[str, int]]:
+        nonlocal changed
+        folds = []
+        for at in range(*match.span()):
             char = text[at]
             folded = char if keep_space and char.isspace() else _fold_char(char)
             changed = changed or folded != char
-            parts.append(folded)
-            origin.extend([at] * len(folded))
-        last = end
-    if not changed:
-        return view
-    return _spliced(view, parts, origin, last)
+            folds.append((folded, at))
+        return folds
+
+    spliced = _spliced(view, _NON_ASCII, pieces)
+    return spliced if changed and spliced is not None else view
 
 
 @lru_cache(maxsize=4096)

@@ -76,25 +76,11 @@ def _short(value: str, keep: int = 16) -> str:
     return value if len(value) <= keep else value[:keep] + "…"
 
 
-def _auth_episode(
-    tour: Tour,
-    category: str,
-    external_id: str,
-    text: tuple[str, str],
-    files: list[str],
-    at: datetime,
-) -> EpisodeRecordResult:
-    """Records an episode (``text``: its title and content) that mentions auth_service."""
-    title, content = text
+def _auth_episode(tour: Tour, at: datetime, **fields: Any) -> EpisodeRecordResult:
+    """Records an episode about auth_service that occurred at ``at`` (``fields``: its category,
+    external id, title, content and files touched)."""
     return episode_record(
-        project=tour.project,
-        category=category,
-        external_id=external_id,
-        title=title,
-        content=content,
-        files_touched=files,
-        entities_mentioned=["auth_service"],
-        occurred_at=at,
+        project=tour.project, entities_mentioned=["auth_service"], occurred_at=at, **fields
     )
 
 
@@ -111,14 +97,12 @@ def _fact(
 def step_adr(tour: Tour) -> Step:
     episode = _auth_episode(
         tour,
-        "adr",
-        "ADR-7",
-        (
-            "Sign auth tokens with JWT HS256",
-            "One shared HS256 secret signs every access token; services verify locally.",
-        ),
-        ["src/auth/tokens.py"],
         tour.adopted,
+        category="adr",
+        external_id="ADR-7",
+        title="Sign auth tokens with JWT HS256",
+        content="One shared HS256 secret signs every access token; services verify locally.",
+        files_touched=["src/auth/tokens.py"],
     )
     fact = _fact(tour, ("auth_service", "uses_token_format", "JWT_HS256"), tour.adopted, episode.id)
     tour.state["first_fact"] = fact.fact.id
@@ -136,15 +120,15 @@ def step_adr(tour: Tour) -> Step:
 def step_migration(tour: Tour) -> Step:
     episode = _auth_episode(
         tour,
-        "migration",
-        "MIG-12",
-        (
-            "Move auth tokens to PASETO v4",
-            "The shared HS256 secret leaked into three repositories. Tokens are now PASETO v4 "
-            "public: the auth service signs, the others verify with its public key.",
-        ),
-        ["src/auth/tokens.py", "src/auth/keys.py"],
         tour.migrated,
+        category="migration",
+        external_id="MIG-12",
+        title="Move auth tokens to PASETO v4",
+        content=(
+            "The shared HS256 secret leaked into three repositories. Tokens are now PASETO v4 "
+            "public: the auth service signs, the others verify with its public key."
+        ),
+        files_touched=["src/auth/tokens.py", "src/auth/keys.py"],
     )
     fact = _fact(
         tour, ("auth_service", "uses_token_format", "PASETO_v4_public"), tour.migrated, episode.id
@@ -194,14 +178,12 @@ def step_time_travel(tour: Tour) -> Step:
 def step_compile(tour: Tour) -> Step:
     _auth_episode(
         tour,
-        "invariant",
-        "INV-3",
-        (
-            "Tokens never outlive their signing key",
-            "Rotating a key revokes every token it signed; verification checks the key id.",
-        ),
-        ["src/auth/keys.py"],
         tour.migrated + timedelta(days=2),
+        category="invariant",
+        external_id="INV-3",
+        title="Tokens never outlive their signing key",
+        content="Rotating a key revokes every token it signed; verification checks the key id.",
+        files_touched=["src/auth/keys.py"],
     )
     result = context_deliver(
         project=tour.project, query="auth_service token format", max_tokens=BUDGET, caller=CALLER
