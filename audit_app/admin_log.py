@@ -31,7 +31,7 @@ from audit_app.console_selectors import chain_status, delivery_view
 from audit_app.export import FormulaSafeCSV, InjectionRecordResource
 from audit_app.models import InjectionRecord
 from audit_app.receipt_sources import receipts_delivering
-from memoryproject.admin import ClientColumnAdmin, ServiceRowsAdmin, utc_time_cell
+from memoryproject.admin import ClientColumnAdmin, ServiceRowsAdmin, time_column, utc_time_cell
 from memoryproject.entitlements import client_shown
 from memoryproject.timeutil import TimestampError, to_utc
 
@@ -184,13 +184,8 @@ class InjectionRecordAdmin(ExportMixin, ClientColumnAdmin, ServiceRowsAdmin):
 
     # --- columns ---
 
-    @admin.display(description="created (UTC · local)", ordering="created_at")
-    def created_cell(self, record: InjectionRecord) -> SafeString:
-        return utc_time_cell(record.created_at)
-
-    @admin.display(description="generated (UTC · local)")
-    def generated_cell(self, record: InjectionRecord) -> SafeString:
-        return utc_time_cell(record.generated_at)
+    created_cell = time_column("created_at", "created")
+    generated_cell = time_column("generated_at", "generated", sortable=False)
 
     @admin.display(description="traces")
     def trace_links(self, record: InjectionRecord) -> SafeString:

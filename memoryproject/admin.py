@@ -5,7 +5,7 @@ Every admin action names the permission it needs (``@admin.action(permissions=..
 admin offers it, and runs it, only for people who hold that permission on the model, and the
 action writes the admin's history (``LogEntry``) of what it changed."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -41,6 +41,20 @@ def utc_time_cell(value: datetime | None) -> SafeString:
         stamp,
         stamp,
     )
+
+
+def time_column(
+    field: str, label: str, *, sortable: bool = True
+) -> Callable[[Any, Any], SafeString]:
+    """A list column (assigned in a ModelAdmin's body) showing the time ``field`` as
+    ``utc_time_cell`` does, headed ``<label> (UTC · local)``, sorted by ``field`` if
+    ``sortable``."""
+
+    @admin.display(description=f"{label} (UTC · local)", ordering=field if sortable else None)
+    def cell(model_admin: Any, obj: Any) -> SafeString:
+        return utc_time_cell(getattr(obj, field))
+
+    return cell
 
 
 class ServiceRowsAdmin(admin.ModelAdmin):

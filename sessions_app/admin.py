@@ -4,9 +4,8 @@ never deleted here (receipts point to them; content is removed only by erasure).
 from __future__ import annotations
 
 from django.contrib import admin
-from django.utils.safestring import SafeString
 
-from memoryproject.admin import ServiceRowsAdmin, utc_time_cell
+from memoryproject.admin import ServiceRowsAdmin, time_column
 from sessions_app.models import SessionSummary, Trace
 from sessions_app.selectors import TRACE_COLUMNS
 
@@ -24,10 +23,7 @@ class TraceAdmin(ServiceRowsAdmin):
     search_fields = ["trace_id", "model"]
     date_hierarchy = "created_at"
     list_select_related = ["project"]
-
-    @admin.display(description="created (UTC · local)", ordering="created_at")
-    def created_cell(self, trace: Trace) -> SafeString:
-        return utc_time_cell(trace.created_at)
+    created_cell = time_column("created_at", "created")
 
 
 @admin.register(SessionSummary)
@@ -44,7 +40,4 @@ class SessionSummaryAdmin(ServiceRowsAdmin):
     list_filter = ["decision", "project"]
     search_fields = ["summary", "trace__trace_id"]
     list_select_related = ["project", "trace"]
-
-    @admin.display(description="created (UTC · local)", ordering="created_at")
-    def created_cell(self, summary: SessionSummary) -> SafeString:
-        return utc_time_cell(summary.created_at)
+    created_cell = time_column("created_at", "created")
