@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from audit_app import operations
 from audit_app.contracts import AuditVerification, ContradictionAuditResult
-from memoryproject.mcp import IDEMPOTENT_WRITE, READ, MemoryServer, add_tool
+from audit_app.operations import AUDIT_VERIFY, CONTRADICTIONS_AUDIT
+from memoryproject.mcp import IDEMPOTENT_WRITE, READ, MemoryServer, ToolSpec, add_tools
 
 AUDIT_DESCRIPTION = """\
 Check the project's facts held at `as_of` (default now) for contradictions: a negated
@@ -65,20 +65,17 @@ def render_verify(data: AuditVerification) -> str:
     return "\n".join(lines)
 
 
+TOOLS: tuple[ToolSpec, ...] = (
+    (AUDIT_VERIFY, "Verify the audit trail", VERIFY_DESCRIPTION, READ, render_verify),
+    (
+        CONTRADICTIONS_AUDIT,
+        "Audit contradictions",
+        AUDIT_DESCRIPTION,
+        IDEMPOTENT_WRITE,
+        render_audit,
+    ),
+)
+
+
 def register(server: MemoryServer) -> None:
-    add_tool(
-        server,
-        operations.AUDIT_VERIFY,
-        title="Verify the audit trail",
-        description=VERIFY_DESCRIPTION,
-        annotations=READ,
-        render=render_verify,
-    )
-    add_tool(
-        server,
-        operations.CONTRADICTIONS_AUDIT,
-        title="Audit contradictions",
-        description=AUDIT_DESCRIPTION,
-        annotations=IDEMPOTENT_WRITE,
-        render=render_audit,
-    )
+    add_tools(server, TOOLS)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal, TypeVar
@@ -311,6 +311,23 @@ def add_tool(
         call, name=operation.name, title=title, description=description, annotations=annotations
     )
     server.operations[operation.name] = operation
+
+
+#: A tool as ``add_tools`` registers it: its operation, title, description, hints and renderer.
+ToolSpec = tuple[Operation[Any, Any], str, str, ToolAnnotations, Callable[[Any], str]]
+
+
+def add_tools(server: MemoryServer, tools: Iterable[ToolSpec]) -> None:
+    """Registers each of ``tools`` with ``add_tool``."""
+    for operation, title, description, hints, render in tools:
+        add_tool(
+            server,
+            operation,
+            title=title,
+            description=description,
+            annotations=hints,
+            render=render,
+        )
 
 
 def resource_read(name: str, call: Callable[[], T]) -> T:

@@ -8,14 +8,9 @@ from `initialize`.
 
 from django.conf import settings
 
-from memoryproject.mcp import (
-    WRITE,
-    MemoryServer,
-    add_tool,
-    resource_read,
-)
-from sessions_app import operations
+from memoryproject.mcp import WRITE, MemoryServer, ToolSpec, add_tools, resource_read
 from sessions_app.contracts import LoadResult, PlanResult, SaveResult
+from sessions_app.operations import PLAN_CONTEXT, SESSION_LOAD, SESSION_SAVE
 from sessions_app.session_memory import session_load
 
 
@@ -82,30 +77,14 @@ returned, one receipt is written to the injection log (channel "mcp", your clien
 
 
 def register(server: MemoryServer) -> None:
-    add_tool(
-        server,
-        operations.PLAN_CONTEXT,
-        title="Plan context from recent traces",
-        description=PLAN_DESCRIPTION,
-        annotations=WRITE,
-        render=render_plan,
+    save = SAVE_DESCRIPTION.format(max_chars=int(settings.SESSION_SUMMARY_MAX_CHARS))
+    load = LOAD_DESCRIPTION.format(max_age_days=settings.SESSION_MAX_AGE_DAYS)
+    tools: tuple[ToolSpec, ...] = (
+        (PLAN_CONTEXT, "Plan context from recent traces", PLAN_DESCRIPTION, WRITE, render_plan),
+        (SESSION_SAVE, "Save session summary", save, WRITE, render_save),
+        (SESSION_LOAD, "Load the last trusted session summary", load, WRITE, render_load),
     )
-    add_tool(
-        server,
-        operations.SESSION_SAVE,
-        title="Save session summary",
-        description=SAVE_DESCRIPTION.format(max_chars=int(settings.SESSION_SUMMARY_MAX_CHARS)),
-        annotations=WRITE,
-        render=render_save,
-    )
-    add_tool(
-        server,
-        operations.SESSION_LOAD,
-        title="Load the last trusted session summary",
-        description=LOAD_DESCRIPTION.format(max_age_days=settings.SESSION_MAX_AGE_DAYS),
-        annotations=WRITE,
-        render=render_load,
-    )
+    add_tools(server, tools)
     _register_latest(server)
 
 
