@@ -43,6 +43,33 @@ SUMMARY = (
     "Key files: src/auth/tokens.py, src/auth/tests/test_tokens.py"
 )
 
+# The episodes the tour records about auth_service: the decision, the migration that replaces
+# it, and an invariant the compiled bundle cites.
+ADR: dict[str, Any] = {
+    "category": "adr",
+    "external_id": "ADR-7",
+    "title": "Sign auth tokens with JWT HS256",
+    "content": "One shared HS256 secret signs every access token; services verify locally.",
+    "files_touched": ["src/auth/tokens.py"],
+}
+MIGRATION: dict[str, Any] = {
+    "category": "migration",
+    "external_id": "MIG-12",
+    "title": "Move auth tokens to PASETO v4",
+    "content": (
+        "The shared HS256 secret leaked into three repositories. Tokens are now PASETO v4 "
+        "public: the auth service signs, the others verify with its public key."
+    ),
+    "files_touched": ["src/auth/tokens.py", "src/auth/keys.py"],
+}
+INVARIANT: dict[str, Any] = {
+    "category": "invariant",
+    "external_id": "INV-3",
+    "title": "Tokens never outlive their signing key",
+    "content": "Rotating a key revokes every token it signed; verification checks the key id.",
+    "files_touched": ["src/auth/keys.py"],
+}
+
 
 @dataclass
 class Step:
@@ -78,7 +105,7 @@ def _short(value: str, keep: int = 16) -> str:
 
 def _auth_episode(tour: Tour, at: datetime, **fields: Any) -> EpisodeRecordResult:
     """Records an episode about auth_service that occurred at ``at`` (``fields``: its category,
-    external id, title, content and files touched)."""
+    external id, title, content and files touched, as in ``ADR``)."""
     return episode_record(
         project=tour.project, entities_mentioned=["auth_service"], occurred_at=at, **fields
     )
@@ -95,15 +122,7 @@ def _fact(
 
 
 def step_adr(tour: Tour) -> Step:
-    episode = _auth_episode(
-        tour,
-        tour.adopted,
-        category="adr",
-        external_id="ADR-7",
-        title="Sign auth tokens with JWT HS256",
-        content="One shared HS256 secret signs every access token; services verify locally.",
-        files_touched=["src/auth/tokens.py"],
-    )
+    episode = _auth_episode(tour, tour.adopted, **ADR)
     fact = _fact(tour, ("auth_service", "uses_token_format", "JWT_HS256"), tour.adopted, episode.id)
     tour.state["first_fact"] = fact.fact.id
     return Step(
@@ -118,18 +137,7 @@ def step_adr(tour: Tour) -> Step:
 
 
 def step_migration(tour: Tour) -> Step:
-    episode = _auth_episode(
-        tour,
-        tour.migrated,
-        category="migration",
-        external_id="MIG-12",
-        title="Move auth tokens to PASETO v4",
-        content=(
-            "The shared HS256 secret leaked into three repositories. Tokens are now PASETO v4 "
-            "public: the auth service signs, the others verify with its public key."
-        ),
-        files_touched=["src/auth/tokens.py", "src/auth/keys.py"],
-    )
+    episode = _auth_episode(tour, tour.migrated, **MIGRATION)
     fact = _fact(
         tour, ("auth_service", "uses_token_format", "PASETO_v4_public"), tour.migrated, episode.id
     )
@@ -176,15 +184,7 @@ def step_time_travel(tour: Tour) -> Step:
 
 
 def step_compile(tour: Tour) -> Step:
-    _auth_episode(
-        tour,
-        tour.migrated + timedelta(days=2),
-        category="invariant",
-        external_id="INV-3",
-        title="Tokens never outlive their signing key",
-        content="Rotating a key revokes every token it signed; verification checks the key id.",
-        files_touched=["src/auth/keys.py"],
-    )
+    _auth_episode(tour, tour.migrated + timedelta(days=2), **INVARIANT)
     result = context_deliver(
         project=tour.project, query="auth_service token format", max_tokens=BUDGET, caller=CALLER
     )
