@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 #: Exit status of a refusal: 1 when what was checked does not hold (audit and verification
 #: commands), 2 when the input was bad (the portability commands).
@@ -67,3 +67,13 @@ def input_file(command: BaseCommand, value: str, *, label: str, as_json: bool) -
     if not path.is_file():
         refuse(command, f"{label}: no such file {path}", as_json=as_json, status=BAD_INPUT)
     return path
+
+
+def int_option(options: dict[str, Any], name: str, low: int, high: int) -> int:
+    """The integer option ``name`` (as ``options`` holds it); a CommandError naming ``--name``
+    unless it is from ``low`` to ``high``."""
+    value: int = options[name]
+    if not low <= value <= high:
+        flag = "--" + name.replace("_", "-")
+        raise CommandError(f"{flag}: must be an integer from {low} to {high}")
+    return value

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmarks.locomo.recall import locomo_recall, recall_lines
 from benchmarks.locomo.tuning import OBJECTIVES, cross_validate
 from graph_app.domain.profiles import PROFILES
-from memoryproject.command_output import json_flag_add
+from memoryproject.command_output import int_option, json_flag_add
 
 JSON_KEYS = """--json: per conversation ("conversations") and "overall": questions, turns;
 recall_all / recall_any (citation recall: every / at least one evidence turn cited, whole or
@@ -78,9 +78,7 @@ class Command(BaseCommand):
         missing = [str(p) for p in paths if not p.is_file()]
         if missing or not paths:
             raise CommandError(f"--conversations: no such file(s): {', '.join(missing) or folder}")
-        budget = options["budget"]
-        if not 64 <= budget <= 32_000:
-            raise CommandError("--budget: must be an integer from 64 to 32000")
+        budget = int_option(options, "budget", 64, 32_000)
 
         if options["cross_validate"]:
             if len(paths) < 2:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from benchmarks.retrieval.evaluate import report_lines, run_eval
-from memoryproject.command_output import json_flag_add
+from memoryproject.command_output import int_option, json_flag_add
 
 
 class Command(BaseCommand):
@@ -35,13 +35,9 @@ class Command(BaseCommand):
         json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not 3 <= options["services"] <= 16:
-            raise CommandError("--services: must be an integer from 3 to 16")
-        if not 64 <= options["budget"] <= 32_000:
-            raise CommandError("--budget: must be an integer from 64 to 32000")
-        report = run_eval(
-            seed=options["seed"], services=options["services"], budget=options["budget"]
-        )
+        services = int_option(options, "services", 3, 16)
+        budget = int_option(options, "budget", 64, 32_000)
+        report = run_eval(seed=options["seed"], services=services, budget=budget)
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from graph_app.domain.distill import distill, index_words
 from graph_app.domain.termvectors import DEFAULT_PATH
-from memoryproject.command_output import json_flag_add
+from memoryproject.command_output import int_option, json_flag_add
 
 
 def _read_model(folder: Path) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
@@ -58,10 +58,8 @@ class Command(BaseCommand):
         json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if not 8 <= options["dim"] <= 4096:
-            raise CommandError("--dim: must be an integer from 8 to 4096")
-        if not 1 <= options["batch"] <= 65536:
-            raise CommandError("--batch: must be an integer from 1 to 65536")
+        dim = int_option(options, "dim", 8, 4096)
+        batch = int_option(options, "batch", 1, 65536)
         weights, config, vocab = _read_model(Path(options["model"]))
         words = sum(len(ids) for ids in index_words(vocab).values())
         start = time.perf_counter()
@@ -70,8 +68,8 @@ class Command(BaseCommand):
                 weights,
                 config,
                 vocab,
-                dim=options["dim"],
-                batch=options["batch"],
+                dim=dim,
+                batch=batch,
                 progress=bar.update,
             )
         seconds = time.perf_counter() - start
