@@ -26,6 +26,9 @@ from benchmarks.plan.latency import BENCH_PROJECT, latency_table, plan_benchmark
 from benchmarks.plan.peer import peer_compare_in, peer_missing, peer_table
 from memoryproject.command_output import json_flag_add
 
+#: The options of a run against the peer that go to it as they were given.
+_PEER = ("duration", "warmup", "rounds", "connections", "threads", "n", "workers", "peer_workers")
+
 
 class Command(BaseCommand):
     help = "Measure in-process /v1/plan latency (p50/p95) with many stored traces."
@@ -104,18 +107,11 @@ class Command(BaseCommand):
             return peer_compare_in(
                 options["workdir"],
                 against=directory,
-                duration=options["duration"],
-                warmup=options["warmup"],
-                rounds=options["rounds"],
-                connections=options["connections"],
-                threads=options["threads"],
                 traces=min(options["traces"], 2000),
-                n=options["n"],
-                workers=options["workers"],
-                peer_workers=options["peer_workers"],
                 peer_venv=Path(options["peer_venv"]).resolve() if options["peer_venv"] else None,
                 load_tool=options["load"],
                 progress=True,
+                **{name: options[name] for name in _PEER},
             )
         except LoadTestError as exc:
             raise CommandError(str(exc)) from exc
