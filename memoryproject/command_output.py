@@ -12,6 +12,8 @@ from typing import Any, NoReturn, Protocol, TypeVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memoryproject.errors import ApplicationError
+
 #: Exit status of a refusal: 1 when what was checked does not hold (audit and verification
 #: commands), 2 when the input was bad (the portability commands).
 CHECK_FAILED = 1
@@ -39,6 +41,24 @@ def answer(command: BaseCommand, result: _A, render: Callable[[_A], str], *, as_
         command.stdout.write(json.dumps(result.as_json()))
     else:
         command.stdout.write(render(result), ending="")
+
+
+def answered(
+    command: BaseCommand,
+    call: Callable[[], _A],
+    render: Callable[[_A], str],
+    *,
+    as_json: bool,
+    status: int = CHECK_FAILED,
+) -> _A:
+    """Runs a command's ``call`` and prints its result with ``answer``; the ApplicationError it
+    raises is refused with ``status``."""
+    try:
+        result = call()
+    except ApplicationError as exc:
+        refuse(command, exc.message, as_json=as_json, status=status)
+    answer(command, result, render, as_json=as_json)
+    return result
 
 
 def table(rows: list[tuple[str, str]]) -> str:

@@ -14,8 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import ChainVerification
 from audit_app.selectors import injection_log_verify
-from memoryproject.command_output import answer, json_flag_add, refuse, table
-from memoryproject.errors import ApplicationError
+from memoryproject.command_output import answered, json_flag_add, table
 
 
 class Command(BaseCommand):
@@ -33,11 +32,12 @@ class Command(BaseCommand):
         json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            result = injection_log_verify(checkpoint=options["checkpoint"])
-        except ApplicationError as exc:
-            refuse(self, exc.message, as_json=options["json"])
-        answer(self, result, self._render, as_json=options["json"])
+        result = answered(
+            self,
+            lambda: injection_log_verify(checkpoint=options["checkpoint"]),
+            self._render,
+            as_json=options["json"],
+        )
         if not result.ok:
             raise SystemExit(1)
 

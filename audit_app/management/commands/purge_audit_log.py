@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from audit_app.contracts import PurgeResult
 from audit_app.retention import audit_log_purge
-from memoryproject.command_output import answer, json_flag_add, refuse, table
+from memoryproject.command_output import answered, json_flag_add, table
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import TimestampError, to_utc
 
@@ -45,16 +45,17 @@ class Command(BaseCommand):
         json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            result = audit_log_purge(
+        answered(
+            self,
+            lambda: audit_log_purge(
                 before=parse_before(options["before"]),
                 dry_run=options["dry_run"],
                 channel="cli",
                 client="purge_audit_log",
-            )
-        except ApplicationError as exc:
-            refuse(self, exc.message, as_json=options["json"])
-        answer(self, result, self._render, as_json=options["json"])
+            ),
+            self._render,
+            as_json=options["json"],
+        )
 
     def _render(self, result: PurgeResult) -> str:
         if result.records == 0:

@@ -13,8 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryproject.command_output import BAD_INPUT, answer, json_flag_add, refuse
-from memoryproject.errors import ApplicationError
+from memoryproject.command_output import BAD_INPUT, answered, json_flag_add, table
 from orchestration.backup import BackupResult, database_backup
 
 
@@ -30,11 +29,13 @@ class Command(BaseCommand):
         json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            result = database_backup(out=Path(options["out"]), force=options["force"])
-        except ApplicationError as exc:
-            refuse(self, exc.message, as_json=options["json"], status=BAD_INPUT)
-        answer(self, result, _render, as_json=options["json"])
+        answered(
+            self,
+            lambda: database_backup(out=Path(options["out"]), force=options["force"]),
+            _render,
+            as_json=options["json"],
+            status=BAD_INPUT,
+        )
 
 
 def _render(result: BackupResult) -> str:
@@ -47,6 +48,4 @@ def _render(result: BackupResult) -> str:
         ("log head hash", result.log_head_hash),
     ]
     rows += [(f"graph {slug}", f"revision {rev}") for slug, rev in result.graph_revisions.items()]
-    width = max(len(label) for label, _ in rows)
-    body = "".join(f"  {label:<{width}}  {value}\n" for label, value in rows)
-    return f"backup written: {result.path}\n{body}"
+    return f"backup written: {result.path}\n" + table(rows)
