@@ -28,6 +28,7 @@ from benchmarks.memory.synthetic import (
     SCALES,
     SINGULAR,
     Corpus,
+    Queries,
     Scale,
     Show,
     project_drop,
@@ -69,7 +70,7 @@ class _Measures:
 
 def _measure_compiles(
     project: Project,
-    queries: list[tuple[str, list[str]]],
+    queries: Queries,
     reference: ReferenceIndex,
     show: Show,
     m: _Measures,
@@ -80,18 +81,13 @@ def _measure_compiles(
     (one compile after another of the other's would find the caches holding the other's
     structures)."""
     blocks = [queries[i : i + COMPILE_BLOCK] for i in range(0, len(queries), COMPILE_BLOCK)]
+    sides = (partial(_ours_block, project), partial(_reference_block, reference))
     for number, block in enumerate(show(blocks, desc="compile_context")):
-        sides = (_ours_block, _reference_block)
         for side in sides if number % 2 == 0 else sides[::-1]:
-            side(project, block, reference, m)
+            side(block, m)
 
 
-def _ours_block(
-    project: Project,
-    block: list[tuple[str, list[str]]],
-    reference: ReferenceIndex,
-    m: _Measures,
-) -> None:
+def _ours_block(project: Project, block: Queries, m: _Measures) -> None:
     for query, stale_ids in block:
         result = m.timed(
             "compile_context",
@@ -106,12 +102,7 @@ def _ours_block(
         m.stale_shown += len(shown & set(stale_ids))
 
 
-def _reference_block(
-    project: Project,
-    block: list[tuple[str, list[str]]],
-    reference: ReferenceIndex,
-    m: _Measures,
-) -> None:
+def _reference_block(reference: ReferenceIndex, block: Queries, m: _Measures) -> None:
     for query, _ in block:
         packed = m.timed("reference_compile", partial(reference.compile, query, BUDGET))
         m.reference_compliant += packed.token_count <= BUDGET

@@ -31,6 +31,28 @@ COLUMNS = (
     ("worker_rss_mb", "RSS MB", 8),
 )
 
+# The chart's panels, each against the facts: (title, unit, its lines as (key, label)).
+PANELS = (
+    (
+        "Latency",
+        "ms",
+        (
+            ("compile_p50_ms", "compile p50"),
+            ("compile_p95_ms", "compile p95"),
+            ("reference_p50_ms", "in-memory reference p50"),
+            ("entity_query_p50_ms", "entity query p50"),
+            ("entity_query_p95_ms", "entity query p95"),
+            ("cold_rebuild_ms", "new process: index built"),
+            ("cold_first_compile_ms", "new process: first compile"),
+        ),
+    ),
+    (
+        "Memory of a worker",
+        "MiB",
+        (("index_mb", "index (RSS growth)"), ("worker_rss_mb", "worker RSS")),
+    ),
+)
+
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     """The figures of one size that the table and the chart show."""
@@ -84,31 +106,12 @@ def _series(rows: Sequence[dict[str, Any]], key: str, label: str) -> Series:
 
 def sweep_plot(rows: Sequence[dict[str, Any]], path: Path, *, title: str) -> Path:
     """Writes the log-log chart of ``rows`` to ``path`` (SVG); answers the path."""
-    latency = Panel(
-        "Latency",
-        "facts",
-        "ms",
-        [
-            _series(rows, "compile_p50_ms", "compile p50"),
-            _series(rows, "compile_p95_ms", "compile p95"),
-            _series(rows, "reference_p50_ms", "in-memory reference p50"),
-            _series(rows, "entity_query_p50_ms", "entity query p50"),
-            _series(rows, "entity_query_p95_ms", "entity query p95"),
-            _series(rows, "cold_rebuild_ms", "new process: index built"),
-            _series(rows, "cold_first_compile_ms", "new process: first compile"),
-        ],
-    )
-    memory = Panel(
-        "Memory of a worker",
-        "facts",
-        "MiB",
-        [
-            _series(rows, "index_mb", "index (RSS growth)"),
-            _series(rows, "worker_rss_mb", "worker RSS"),
-        ],
-    )
+    panels = [
+        Panel(heading, "facts", unit, [_series(rows, key, label) for key, label in lines])
+        for heading, unit, lines in PANELS
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(loglog_svg([latency, memory], title=title), encoding="utf-8")
+    path.write_text(loglog_svg(panels, title=title), encoding="utf-8")
     return path
 
 

@@ -40,6 +40,8 @@ from memoryproject.writes import write_transaction
 
 # Draws a progress bar on stderr (stdout carries the results), only when it is a terminal.
 Show = Callable[..., Iterable[Any]]
+#: Queries, each with the ids of the stale facts it must not be shown.
+Queries = list[tuple[str, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -396,10 +398,10 @@ def project_drop(project: Project) -> None:
         project.delete()
 
 
-def queries_for(corpus: Corpus, count: int, rng: random.Random) -> list[tuple[str, list[str]]]:
+def queries_for(corpus: Corpus, count: int, rng: random.Random) -> Queries:
     """Half aim at a supersession chain (subject + predicate; its closed facts are the stale
     ids), the rest are the kind of question an agent asks before a task."""
-    queries: list[tuple[str, list[str]]] = []
+    queries: Queries = []
     for i in range(count):
         if i % 2 == 0 and corpus.chains:
             subject, predicate, chain = corpus.chains[(i // 2) % len(corpus.chains)]

@@ -21,8 +21,10 @@ from graph_app.contracts.fields import (
     Kind,
     Name,
     TextBool,
+    page_limit,
+    page_offset,
 )
-from memoryproject.contracts import MAX_OFFSET, Input, Output, UtcDatetime
+from memoryproject.contracts import Input, Output, UtcDatetime
 from memoryproject.screening import ScreeningOut
 
 
@@ -60,16 +62,13 @@ class EntityQueryInput(Input):
     ] = False
     limit: Annotated[
         int,
-        Field(
-            ge=1,
-            le=ENTITY_PAGE[1],
-            description="Page size of each list (facts, history, scheduled, episodes, the ego "
-            f"graph's nodes and edges), 1 to {ENTITY_PAGE[1]}.",
+        page_limit(
+            ENTITY_PAGE,
+            "Page size of each list (facts, history, scheduled, episodes, the ego graph's nodes "
+            "and edges), 1 to {max}.",
         ),
     ] = ENTITY_PAGE[0]
-    offset: Annotated[
-        int, Field(ge=0, le=MAX_OFFSET, description="Items of each list to skip (next_offset).")
-    ] = 0
+    offset: Annotated[int, page_offset("Items of each list to skip (next_offset).")] = 0
 
 
 class EntityOut(Output):

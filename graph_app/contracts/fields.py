@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
 from memoryproject.contracts import (
+    MAX_OFFSET,
     AwareDatetime,
     BlankIsNone,
     NoNul,
@@ -77,6 +78,17 @@ def _printable(value: str) -> str:
     if CONTROL_CHARS.search(value.replace("\n", "").replace("\t", "")):
         raise rule_error("must not contain control characters")
     return value
+
+
+def page_limit(page: tuple[int, int], description: str) -> Any:
+    """The ``limit`` field of a paged read: a page size from 1 to the ``page``'s maximum
+    (``page`` is its default and maximum), which ``{max}`` in ``description`` stands for."""
+    return Field(ge=1, le=page[1], description=description.format(max=page[1]))
+
+
+def page_offset(description: str) -> Any:
+    """The ``offset`` field of a paged read: the items to skip, 0 to MAX_OFFSET."""
+    return Field(ge=0, le=MAX_OFFSET, description=description)
 
 
 def unique(items: list[str]) -> list[str]:

@@ -7,8 +7,14 @@ from typing import Annotated
 from pydantic import Field
 
 from graph_app.contracts.facts import FactOut
-from graph_app.contracts.fields import TIME_TRAVEL_PAGE, TIMESTAMP, Instant
-from memoryproject.contracts import MAX_OFFSET, AwareDatetime, Input, Output, UtcDatetime
+from graph_app.contracts.fields import (
+    TIME_TRAVEL_PAGE,
+    TIMESTAMP,
+    Instant,
+    page_limit,
+    page_offset,
+)
+from memoryproject.contracts import AwareDatetime, Input, Output, UtcDatetime
 
 
 class TimeTravelInput(Input):
@@ -24,16 +30,11 @@ class TimeTravelInput(Input):
     ] = None
     limit: Annotated[
         int,
-        Field(
-            ge=1,
-            le=TIME_TRAVEL_PAGE[1],
-            description=f"Page size, 1 to {TIME_TRAVEL_PAGE[1]}; count and snapshot_hash cover "
-            "every fact.",
+        page_limit(
+            TIME_TRAVEL_PAGE, "Page size, 1 to {max}; count and snapshot_hash cover every fact."
         ),
     ] = TIME_TRAVEL_PAGE[0]
-    offset: Annotated[
-        int, Field(ge=0, le=MAX_OFFSET, description="Facts to skip, by id (next_offset).")
-    ] = 0
+    offset: Annotated[int, page_offset("Facts to skip, by id (next_offset).")] = 0
 
 
 class TimeTravelResult(Output):

@@ -184,14 +184,16 @@ def best_passage(
     parts = sentences(content)
     if not parts or count(" ".join(parts)) <= max_tokens:
         return None
-    scores = [sum(weights.get(t, 0.0) for t in set(tokenize(s))) for s in parts]
+
+    def weight(text: str) -> float:
+        return sum(weights.get(t, 0.0) for t in set(tokenize(text)))
+
+    scores = [weight(s) for s in parts]
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
     first = last = best
     used = count(parts[best])
     if used > max_tokens:
-        window = _best_window(
-            parts[best], weights, tokenize=tokenize, count=count, budget=max_tokens
-        )
+        window = _best_window(parts[best], weight, count=count, budget=max_tokens)
         if window is None:
             return None
         start, end, words = window
@@ -221,20 +223,12 @@ _WINDOW_LEAD = 3
 
 
 def _best_window(
-    sentence: str,
-    weights: Mapping[str, float],
-    *,
-    tokenize: Callable[[str], Sequence[str]],
-    count: Callable[[str], int],
-    budget: int,
+    sentence: str, weight: Callable[[str], float], *, count: Callable[[str], int], budget: int
 ) -> tuple[int, int, int] | None:
     """(start, end, number of words) of the longest run of words of a too-long ``sentence``
-    that fits ``budget`` tokens, starting just before its most heavily weighted word."""
+    that fits ``budget`` tokens, starting just before its word of most ``weight``."""
     words = sentence.split(" ")
-    heaviest = max(
-        range(len(words)),
-        key=lambda i: (sum(weights.get(t, 0.0) for t in set(tokenize(words[i]))), -i),
-    )
+    heaviest = max(range(len(words)), key=lambda i: (weight(words[i]), -i))
     start = max(0, heaviest - _WINDOW_LEAD)
     # cl100k splits text before a space, so words joined by single spaces cost the sum of their
     # own counts, each with its leading space: counted per word, these are mostly cache hits.

@@ -13,11 +13,28 @@ removes its graph in one go.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
 from django.db import models
 from django.db.models import Q
 
 from graph_app.domain.supersession import Status, fact_status
 from memoryproject.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from graph_app.models.entities import Entity
+    from graph_app.models.episodes import Episode
+
+    _M = TypeVar("_M", bound=models.Model)
+    #: An optional link to a row of model ``_M``.
+    _Link: TypeAlias = models.ForeignKey[_M | None, _M | None]
+
+
+def _optional_link(to: str, related_name: str) -> Any:
+    """An optional link to a row that cannot be deleted while it is linked (RESTRICT)."""
+    return models.ForeignKey(
+        to, on_delete=models.RESTRICT, null=True, blank=True, related_name=related_name
+    )
 
 
 class TemporalFact(models.Model):
@@ -28,29 +45,15 @@ class TemporalFact(models.Model):
     subject = models.ForeignKey("graph_app.Entity", on_delete=models.RESTRICT, related_name="facts")
     predicate = models.CharField(max_length=128)
     object_value = models.TextField()
-    object_entity = models.ForeignKey(
-        "graph_app.Entity",
-        on_delete=models.RESTRICT,
-        null=True,
-        blank=True,
-        related_name="incoming_facts",
-    )
+    object_entity: _Link[Entity] = _optional_link("graph_app.Entity", "incoming_facts")
     singular = models.BooleanField(default=True)
     confidence = models.FloatField(default=1.0)
     valid_from = models.DateTimeField()
     valid_until = models.DateTimeField(null=True, blank=True)
     recorded_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
-    superseded_by = models.ForeignKey(
-        "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="supersedes"
-    )
-    source_episode = models.ForeignKey(
-        "graph_app.Episode",
-        on_delete=models.RESTRICT,
-        null=True,
-        blank=True,
-        related_name="facts",
-    )
+    superseded_by: _Link[TemporalFact] = _optional_link("self", "supersedes")
+    source_episode: _Link[Episode] = _optional_link("graph_app.Episode", "facts")
     sha256 = models.CharField(max_length=64)
     revision = models.BigIntegerField(db_index=True)
 
