@@ -22,12 +22,12 @@ from graph_app.domain.profiles import DIALOGUE, Profile
 
 # The dialogue profile's constants searched by --cross-validate (the shipped values are in it).
 GRID = {
-    "title_prior": (0.0, 0.5, 0.85),
+    "title_prior": (0.0, 0.85),
     "length_norm": (0.5, 0.75),
-    "full_share": (0.1, 0.2),
-    "preview_tokens": (6, 12),
+    "full_share": (0.35, 0.7, 1.0),
+    "preview_tokens": (6, 32),
     "stream_weight": (0.5, 0.8),
-    "related_weight": (0.0, 0.25, 0.35, 0.45),
+    "related_weight": (0.0, 0.35),
 }
 # The grid's constants that are ranking parameters (the others are the profile's own).
 RANK_CONSTANTS = ("title_prior", "length_norm", "stream_weight", "related_weight")

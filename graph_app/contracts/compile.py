@@ -79,7 +79,11 @@ class CompileInput(Input):
             'words counts ("what kind of cache", "return type"). `dialogue`, for memory made '
             'of conversation turns: chat fillers and question scaffolding ("what kind of", '
             '"how many times", "did ... mention") are dropped too, and each word also reads as '
-            'the words of the memory nearest to it in meaning ("countries" finds "Spain").'
+            'the words of the memory nearest to it in meaning ("countries" finds "Spain"). '
+            "Packing: `code` gives 35 % of the budget to whole lines and shows the rest as "
+            "previews (best-matching sentences, `truncated`) so more sources fit; `dialogue` "
+            "gives the whole budget to whole lines, previews only filling what no further whole "
+            "line fits."
         ),
     ] = "code"
     order: Annotated[

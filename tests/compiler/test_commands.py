@@ -65,10 +65,12 @@ def test_locomo_eval_computes_recall_on_one_conversation():
     overall = report["overall"]
     assert overall["questions"] > 0
     assert 0.0 <= overall["recall_all"] <= overall["recall_any"] <= 1.0
-    # The floor a quality regression breaks (0.914 measured at 800 tokens when it was set, the
-    # same under four ingestions; 0.889 without related terms, 0.852 before the dialogue profile
-    # preferred the named speaker's turns).
-    assert overall["recall_all"] >= 0.89
+    # The floors a quality regression breaks, on what the reader gets: every evidence turn's
+    # whole text delivered (0.815 measured at 800 tokens when it was set; 0.383 while the
+    # dialogue profile gave 10 % of the budget to whole turns and cited the rest as 6-token
+    # previews) and the gold answer contained (0.222 measured; 0.123 then).
+    assert overall["full_all"] >= 0.78
+    assert overall["answer_contained"] >= 0.19
     assert report["conversations"][0]["conversation"] == "conv-30"
     # Recall per question category, the categories' questions adding up to all of them.
     categories = report["categories"]
