@@ -23,15 +23,13 @@ import os
 from typing import Any
 
 import anyio
-import uvicorn
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.db.migrations.executor import MigrationExecutor
 from mcp.server.transport_security import TransportSecuritySettings
-from uvicorn.config import LOGGING_CONFIG
 
-from memoryproject.auth import KeyRefused, api_key_verify
+from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.errors import ApplicationError
 from memoryproject.mcp import LogLevel, build_server
 from memoryproject.mcp_auth import FailedAuthThrottle
@@ -83,6 +81,8 @@ def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuri
 
 def uvicorn_log_config() -> dict[str, Any]:
     """Uvicorn's logging with its access log on stderr too (it defaults to stdout)."""
+    from uvicorn.config import LOGGING_CONFIG
+
     config = copy.deepcopy(LOGGING_CONFIG)
     for handler in config["handlers"].values():
         handler["stream"] = "ext://sys.stderr"
@@ -209,6 +209,8 @@ class Command(BaseCommand):
             )
 
     def _serve_http(self, options: dict[str, Any], log_level: LogLevel) -> None:
+        import uvicorn  # over HTTP only: a stdio server starts without it
+
         host, port, path = options["host"], options["port"], options["path"]
         bind = f"[{host}]" if ":" in host and not host.startswith("[") else host
         server = build_server(log_level=log_level, http_url=f"http://{bind}:{port}{path}")
