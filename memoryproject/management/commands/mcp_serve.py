@@ -12,6 +12,11 @@ address without ``--allow-remote`` (then put a TLS-terminating proxy in front: k
 a header), and always checks the Host and Origin headers, so a web page cannot reach it
 through DNS rebinding. Forwarded headers count from ``TRUSTED_PROXIES`` only
 (memoryproject.proxies), as on REST: uvicorn's own handling of them is off.
+
+As it starts, the server loads the compiler index of its identity's projects (over HTTP, of
+every project) in a background thread, from its snapshot when there is one, so that the agent's
+first compile finds it loaded; a call that needs it meanwhile waits for it. ``--no-warm``: each
+index loads on its first compile.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import copy
 import ipaddress
 import logging
 import os
+import threading
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -42,6 +49,7 @@ from memoryproject.projects import (
     validate_project_slug,
 )
 from memoryproject.proxies import TrustedProxyHeaders
+from memoryproject.warmup import warm
 
 logger = logging.getLogger("memoryproject.mcp")
 
@@ -77,6 +85,23 @@ def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuri
             for port in (":*", "")
         ],
     )
+
+
+def warm_in_background(projects: Sequence[str] | None) -> threading.Thread:
+    """Starts loading what the first calls on ``projects`` (slugs; None: every project) need,
+    in a thread of its own; a failure is logged and leaves each load to its first call."""
+
+    def run() -> None:
+        try:
+            warm(projects)
+        except Exception:
+            logger.exception("compiler indexes not warmed; each loads on its first compile")
+        finally:
+            connections.close_all()  # this thread's
+
+    thread = threading.Thread(target=run, name="warm", daemon=True)
+    thread.start()
+    return thread
 
 
 def uvicorn_log_config() -> dict[str, Any]:
@@ -152,6 +177,11 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--no-warm",
+            action="store_true",
+            help="Load each project's compiler index on its first compile, not as the server starts.",
+        )
+        parser.add_argument(
             "--log-level",
             choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
             default=None,
@@ -177,7 +207,9 @@ class Command(BaseCommand):
             logging.getLogger(name).setLevel(log_level)
         try:
             if transport == "stdio":
-                raw_key, local, default_project = self._stdio_identity(options)
+                raw_key, local, default_project, projects = self._stdio_identity(options)
+                if not options["no_warm"]:
+                    warm_in_background(projects)
                 server = build_server(
                     default_project=default_project,
                     log_level=log_level,
@@ -211,6 +243,8 @@ class Command(BaseCommand):
     def _serve_http(self, options: dict[str, Any], log_level: LogLevel) -> None:
         import uvicorn  # over HTTP only: a stdio server starts without it
 
+        if not options["no_warm"]:
+            warm_in_background(None)
         host, port, path = options["host"], options["port"], options["path"]
         bind = f"[{host}]" if ":" in host and not host.startswith("[") else host
         server = build_server(log_level=log_level, http_url=f"http://{bind}:{port}{path}")
@@ -255,8 +289,9 @@ class Command(BaseCommand):
 
     def _stdio_identity(
         self, options: dict[str, Any]
-    ) -> tuple[str | None, LocalIdentity | None, str | None]:
-        """(raw API key, local identity, default project) of a stdio server, checked now."""
+    ) -> tuple[str | None, LocalIdentity | None, str | None, list[str]]:
+        """(raw API key, local identity, default project, the projects its calls reach by
+        default) of a stdio server, checked now."""
         slug, scope = options["project"], options["scope"]
         raw_key, source = options["api_key"], "--api-key"
         if raw_key and scope:
@@ -270,7 +305,8 @@ class Command(BaseCommand):
                 project = project_get(
                     validate_project_slug(slug) if slug else settings.MEMORY_DEFAULT_PROJECT
                 )
-                return None, LocalIdentity(project=project.slug, scope=scope), None
+                local = LocalIdentity(project=project.slug, scope=scope)
+                return None, local, None, [project.slug]
             else:
                 raise CommandError(
                     "no identity: pass --project P --scope read|write (a trusted local user), "
@@ -281,7 +317,10 @@ class Command(BaseCommand):
             raise CommandError(f"--project: {exc.message.removeprefix('project: ')}") from exc
         finally:
             close_old_connections()
-        return raw_key, None, default.slug if default else None
+        if default is not None:
+            return raw_key, None, default.slug, [default.slug]
+        bound = getattr(identity, "bound_projects", ())
+        return raw_key, None, None, [project.slug for project in bound]
 
     def _key(self, raw_key: str, source: str) -> Identity:
         try:
