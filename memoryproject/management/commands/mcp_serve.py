@@ -13,10 +13,11 @@ a header), and always checks the Host and Origin headers, so a web page cannot r
 through DNS rebinding. Forwarded headers count from ``TRUSTED_PROXIES`` only
 (memoryproject.proxies), as on REST: uvicorn's own handling of them is off.
 
-As it starts, the server loads the compiler index of its identity's projects (over HTTP, of
-every project) in a background thread, from its snapshot when there is one, so that the agent's
-first compile finds it loaded; a call that needs it meanwhile waits for it. ``--no-warm``: each
-index loads on its first compile.
+Once it has answered the client's ``initialize`` (over HTTP, as it starts), the server loads the
+compiler index of its identity's projects (over HTTP, of every project) in a background thread,
+from its snapshot when there is one: the handshake does not wait for it, and the agent's first
+compile, which comes after its model has read the tools, finds it loaded; a call that needs it
+meanwhile waits for it. ``--no-warm``: each index loads on its first compile.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import ipaddress
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -34,11 +35,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.db.migrations.executor import MigrationExecutor
+from mcp.server.context import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 
 from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.errors import ApplicationError
-from memoryproject.mcp import LogLevel, build_server
+from memoryproject.mcp import LogLevel, MemoryServer, build_server
 from memoryproject.mcp_auth import FailedAuthThrottle
 from memoryproject.models import Scope
 from memoryproject.projects import (
@@ -102,6 +104,25 @@ def warm_in_background(projects: Sequence[str] | None) -> threading.Thread:
     thread = threading.Thread(target=run, name="warm", daemon=True)
     thread.start()
     return thread
+
+
+def warm_after_initialize(server: MemoryServer, projects: Sequence[str] | None) -> None:
+    """Starts ``warm_in_background(projects)`` once the server has answered its first
+    ``initialize``: loading the index holds the interpreter's lock for long stretches, which
+    would slow the handshake down."""
+    started = False
+
+    async def start_warm(
+        ctx: ServerRequestContext[Any, Any], call_next: Callable[..., Awaitable[Any]]
+    ) -> Any:
+        nonlocal started
+        result = await call_next(ctx)
+        if not started and ctx.method == "initialize":
+            started = True
+            warm_in_background(projects)
+        return result
+
+    server.middleware.append(start_warm)
 
 
 def uvicorn_log_config() -> dict[str, Any]:
@@ -208,14 +229,14 @@ class Command(BaseCommand):
         try:
             if transport == "stdio":
                 raw_key, local, default_project, projects = self._stdio_identity(options)
-                if not options["no_warm"]:
-                    warm_in_background(projects)
                 server = build_server(
                     default_project=default_project,
                     log_level=log_level,
                     api_key=raw_key,
                     local=local,
                 )
+                if not options["no_warm"]:
+                    warm_after_initialize(server, projects)
                 server.run("stdio")
             else:
                 self._serve_http(options, log_level)
