@@ -95,10 +95,12 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
-def mcp_first_compile(slug: str, query: str) -> dict[str, Any]:
+def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str, Any]:
     """Launch of ``manage.py mcp_serve --project slug --scope read`` (stdio) to its
     ``initialize`` answer and to its first ``memory_compile_context`` answer, in ms, with the
-    server's memory after that answer."""
+    server's memory after that answer. With ``pause`` (seconds) the client lists the tools and
+    waits that long before its first call, as an agent's model reads them: ``first_call_ms``
+    is then that call's own time."""
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -123,10 +125,16 @@ def mcp_first_compile(slug: str, query: str) -> dict[str, Any]:
             ):
                 await session.initialize()
                 report["handshake_ms"] = _ms(start)
+                if pause:
+                    await session.list_tools()
+                    await anyio.sleep(pause)
+                call = time.perf_counter()
                 result = await session.call_tool(
                     "memory_compile_context", {"query": query, "max_tokens": 800}
                 )
                 report["first_compile_ms"] = _ms(start)
+                if pause:
+                    report["pause_s"], report["first_call_ms"] = pause, _ms(call)
                 servers = [p for p in children_of(os.getpid()) if p not in before]
                 report["first_cpu_ms"] = sum(map(cpu_ms, servers))
                 if result.is_error:
@@ -225,14 +233,19 @@ def _tail(process: subprocess.Popen[bytes]) -> str:
     return process.stderr.read().decode(errors="replace")[-2000:]
 
 
-def first_compiles(slug: str, query: str, *, repeat: int = 1) -> dict[str, Any]:
-    """Each door's figures, ``repeat`` times in turn (the machine's load average beside)."""
+def first_compiles(slug: str, query: str, *, repeat: int = 1, pause: float = 0.0) -> dict[str, Any]:
+    """Each door's figures, ``repeat`` times in turn (the machine's load average beside); with
+    ``pause``, also the MCP server's first call made ``pause`` seconds after the handshake."""
     api_key, key = api_key_create(name="first compile", project_slugs=[slug], scope=Scope.READ)
     runs: dict[str, list[dict[str, Any]]] = {"mcp_stdio": [], "gunicorn": []}
+    if pause:
+        runs["mcp_paused"] = []
     try:
         for _ in range(repeat):
             runs["mcp_stdio"].append(mcp_first_compile(slug, query))
             runs["gunicorn"].append(gunicorn_first_compile(slug, query, key))
+            if pause:
+                runs["mcp_paused"].append(mcp_first_compile(slug, query, pause=pause))
     finally:
         api_key.delete()
     return {"query": query, "loadavg": _loadavg(), "runs": runs}
@@ -251,6 +264,7 @@ def first_compile_lines(result: dict[str, Any]) -> list[str]:
         f"new process to first compile (load average {result['loadavg']})",
         f"{'door':<10} {'handshake':>10} {'first':>9} {'first CPU':>10} {'second':>8}"
         "  memory (RSS/PSS MiB)",
+        "(mcp_paused: the first call made after a pause; 'first' is that call's own time)",
     ]
     for door, runs in result["runs"].items():
         for run in runs:
@@ -259,8 +273,9 @@ def first_compile_lines(result: dict[str, Any]) -> list[str]:
                 for p in run["processes"]
             )
             handshake = f"{run['handshake_ms']:.0f}" if "handshake_ms" in run else "-"
+            first = run.get("first_call_ms", run["first_compile_ms"])
             lines.append(
-                f"{door:<10} {handshake:>10} {run['first_compile_ms']:>9.0f} "
+                f"{door:<10} {handshake:>10} {first:>9.0f} "
                 f"{run['first_cpu_ms']:>10.0f} {run['second_compile_ms']:>8.0f}  {memory}"
             )
     return lines

@@ -10,7 +10,7 @@ and writes a log-log chart.
 
     manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N] [--keep] [--cold]
     manage.py memory_benchmark --scales 1k,10k,100k [--plot FILE] [--keep] [--json]
-    manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--query Q] [--json]
+    manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--pause S] [--json]
 
 ``--first-compile`` times a new server process to its first compile over a stored project (a
 kept corpus: ``bench-keep-100k-s7``), through each door as a client meets it: ``mcp_serve``
@@ -78,6 +78,13 @@ class Command(BaseCommand):
             help="time new mcp_serve and gunicorn processes to their first compile over PROJECT",
         )
         parser.add_argument("--repeat", type=int, default=3, help="--first-compile: runs per door")
+        parser.add_argument(
+            "--pause",
+            type=float,
+            default=0.0,
+            help="--first-compile: also time an MCP first call made this many seconds after "
+            "the handshake, as an agent's model reads the tools",
+        )
         parser.add_argument("--query", default="what does it depend on")
         json_flag_add(parser)
 
@@ -87,7 +94,10 @@ class Command(BaseCommand):
             return
         if options["first_compile"]:
             result = first_compiles(
-                options["first_compile"], options["query"], repeat=options["repeat"]
+                options["first_compile"],
+                options["query"],
+                repeat=options["repeat"],
+                pause=options["pause"],
             )
             render: Callable[[dict[str, Any]], list[str]] = first_compile_lines
         elif options["scales"] or options["sweep"]:
