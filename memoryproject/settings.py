@@ -97,8 +97,8 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # The MCP server (`manage.py mcp_serve`, the command Django runs is argv[1]) serves no web
 # page: it installs neither the REST framework and its schema generator nor the admin's
-# discovery of every admin module, which would double its start-up
-# (tests/unit/test_door_imports.py). Their models, if any, stay installed.
+# discovery of every admin module, which took about a quarter of its start-up's CPU
+# (tests/unit/test_door_imports.py). The apps with models (API keys, axes) stay installed.
 MCP_SERVER = sys.argv[1:2] == ["mcp_serve"]
 WEB_ONLY_APPS = [
     "rest_framework",

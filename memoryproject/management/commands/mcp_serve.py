@@ -200,7 +200,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-warm",
             action="store_true",
-            help="Load each project's compiler index on its first compile, not as the server starts.",
+            help="Load each project's compiler index on its first compile, not in the "
+            "background once the client is connected.",
         )
         parser.add_argument(
             "--log-level",
