@@ -1,10 +1,16 @@
+from collections.abc import Sequence
+
 from django.apps import AppConfig
 
 
-def _compiler_warm() -> None:
+def _compiler_warm(projects: Sequence[str] | None) -> None:
     from graph_app.index_cache import compiler_warm
+    from memoryproject.models import Project
 
-    compiler_warm()
+    if projects is None:
+        compiler_warm()
+    else:
+        compiler_warm(projects=Project.objects.filter(slug__in=projects).order_by("pk"))
 
 
 class GraphAppConfig(AppConfig):

@@ -28,6 +28,7 @@ import gc
 import hashlib
 import hmac
 import logging
+import mmap
 import os
 import sys
 import tempfile
@@ -47,6 +48,9 @@ from memoryproject.collector import collector_paused
 from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
+
+# Every page of a snapshot is read by its signature check: faulted in at once when mapped.
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
 # 4: each document carries its content digest (the tie-break of graph_app.domain.tiebreak),
 # each fact item its nominal tokens.
@@ -161,21 +165,61 @@ def snapshot_write(
     return True
 
 
+def _file_state(fd: int) -> tuple[int, ...]:
+    """What changes when a file's bytes do: its inode, size and modification and status change
+    times (the status change time cannot be set back by a writer)."""
+    state = os.fstat(fd)
+    return (state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns)
+
+
 def snapshot_read(project_pk: int) -> Snapshot | None:
     """The stored snapshot of one project's index when it is whole, signed by this deployment
-    and built by this code; None otherwise (the caller rebuilds)."""
+    and built by this code; None otherwise (the caller rebuilds).
+
+    The file is mapped, not read: the signature check reads each page once from the page cache,
+    the restore reads the arrays from the same pages, and no copy of the file is made in
+    memory. Nothing of the map outlives the restore (the index owns its objects and arrays; the
+    map is closed, and a restored array still viewing it is refused). Snapshots are replaced
+    by renaming a new file into place, never written in place: a file whose state changed
+    between the map and the end of the restore (written in place by someone else) is ignored,
+    since its verified bytes may not be the ones restored."""
     path = snapshot_path(project_pk)
     if path is None:
         return None
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
         log.warning("compiler index snapshot %s unreadable: %s", path.name, exc)
         return None
     try:
-        header, arrays = snapshot_file_read(data, key=snapshot_key())
+        state = _file_state(fd)
+        # Private and read-only: this process can neither write the file nor its own copy.
+        mapped = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE | _MAP_POPULATE, prot=mmap.PROT_READ)
+    except (OSError, ValueError) as exc:  # not a regular file, an empty one
+        os.close(fd)
+        log.warning("compiler index snapshot %s unreadable: %s", path.name, exc)
+        return None
+    try:
+        snapshot = _snapshot_restore(mapped, path, project_pk)
+        if snapshot is not None and _file_state(fd) != state:
+            log.warning("compiler index snapshot %s ignored: changed while read", path.name)
+            snapshot = None
+    finally:
+        os.close(fd)
+    try:
+        mapped.close()
+    except BufferError:  # an array still views the file (unmapped once it is gone)
+        if snapshot is not None:  # the index must own its data
+            log.warning("compiler index snapshot %s ignored: the index views it", path.name)
+        return None
+    return snapshot
+
+
+def _snapshot_restore(mapped: mmap.mmap, path: Path, project_pk: int) -> Snapshot | None:
+    try:
+        header, arrays = snapshot_file_read(mapped, key=snapshot_key())
     except Exception as exc:  # SnapshotRefused, or anything a forged file could still cause
         log.warning("compiler index snapshot %s ignored: %s", path.name, exc)
         return None

@@ -4,7 +4,8 @@
 answers 401; an unknown, revoked or expired key answers 401; a key without the scope a call
 needs answers 403. Refused keys are counted per client address and key prefix
 (memoryproject.throttling): past the limit the address or prefix is answered 429. MCP over
-HTTP and stdio check keys with the same `api_key_verify`.
+HTTP and stdio check keys with the same `api_key_verify` (memoryproject.api_keys, which
+imports no REST framework).
 """
 
 from __future__ import annotations
@@ -16,32 +17,12 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
+from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.errors import ApplicationError
 from memoryproject.models import ProjectAPIKey, Scope
-from memoryproject.projects import key_with_projects
 from memoryproject.throttling import auth_failure_record, auth_retry_after, key_prefix_of
 
 KEYWORDS = {"bearer", "api-key"}
-
-
-class KeyRefused(Exception):
-    """A presented API key that does not authenticate; the message says why."""
-
-
-def api_key_verify(key: str) -> ProjectAPIKey:
-    """The valid, unrevoked, unexpired key ``key`` is, or `KeyRefused` saying why not."""
-    key = key.strip()
-    prefix, dot, secret = key.partition(".")
-    if not dot or not prefix or not secret:
-        raise KeyRefused("Unknown API key.")
-    api_key = key_with_projects(prefix)
-    if api_key is None or not api_key.is_valid(key):
-        raise KeyRefused("Unknown API key.")
-    if api_key.revoked:
-        raise KeyRefused("This API key has been revoked.")
-    if api_key.has_expired:
-        raise KeyRefused("This API key has expired.")
-    return api_key
 
 
 def client_address(request: Request) -> str:

@@ -38,7 +38,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import Field, WithJsonSchema
 
 from memoryproject import __version__
-from memoryproject.auth import KeyRefused, api_key_verify
+from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.contracts import Caller, Output
 from memoryproject.errors import ApplicationError, PermissionDeniedError
 from memoryproject.mcp_auth import ApiKeyVerifier, auth_settings

@@ -20,7 +20,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memoryproject.auth import KeyRefused, api_key_verify
+from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.throttling import auth_failure_record, auth_retry_after, key_prefix_of
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -94,20 +95,29 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "").strip() or secret_key_from_file(
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# The MCP server (`manage.py mcp_serve`, the command Django runs is argv[1]) serves no web
+# page: it installs neither the REST framework and its schema generator nor the admin's
+# discovery of every admin module, which took about a quarter of its start-up's CPU
+# (tests/unit/test_door_imports.py). The apps with models (API keys, axes) stay installed.
+MCP_SERVER = sys.argv[1:2] == ["mcp_serve"]
+WEB_ONLY_APPS = [
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "import_export",
+]
+
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "django.contrib.admin.apps.SimpleAdminConfig" if MCP_SERVER else "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
-    "rest_framework",
+    *([] if MCP_SERVER else WEB_ONLY_APPS),
     "rest_framework_api_key",
-    "django_filters",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",
-    "import_export",
     "axes",
     "memoryproject",
     "sessions_app",

@@ -75,7 +75,8 @@ def cold_start_run(slug: str, query: str) -> dict[str, Any]:
     }
 
 
-def _database_url() -> str:
+def database_url() -> str:
+    """The URL of the configured database, for a new process on it."""
     db = connection.settings_dict
     if db["ENGINE"] == "django.db.backends.sqlite3":
         return f"sqlite:///{Path(db['NAME']).resolve()}"
@@ -93,7 +94,7 @@ def cold_start_measure(slug: str, *, query: str, snapshots: bool = True) -> dict
     first compile builds the index from the rows."""
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE")
         or settings.SETTINGS_MODULE,
     }

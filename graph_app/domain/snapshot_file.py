@@ -9,8 +9,9 @@ The signature covers every byte after it and is checked before anything else is 
 that was not written with the key is refused unparsed. Even a file signed with the key (a key
 that leaked) is read as data only: the header is JSON, each array is one-dimensional with a
 dtype from a fixed set of numbers and booleans (never objects), and its place is checked to lie
-inside the file. Arrays are views of the bytes read, in place (aligned, so that a later
-version can map the file instead of reading it). Pure Python + numpy: no Django import.
+inside the file. Arrays are views of the bytes in place, aligned: the reader maps the file
+(``graph_app.snapshot``) rather than reading it into memory. Pure Python + numpy: no Django
+import.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import mmap
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
@@ -75,20 +77,26 @@ def snapshot_file_write(
     out.write(mac.digest())
 
 
-def snapshot_file_read(data: bytes, *, key: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+#: What a snapshot is read from: its bytes, or a read-only map of its file.
+Stored = bytes | mmap.mmap
+
+
+def snapshot_file_read(data: Stored, *, key: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The header and the arrays (read-only views of ``data``) of a snapshot signed with
     ``key``. Raises ``SnapshotRefused`` when the signature does not match (checked first) or
-    the signed bytes do not parse."""
-    if len(data) < _BODY + _SIZE_BYTES or not data.startswith(MAGIC):
+    the signed bytes do not parse. The signature is computed over ``data`` in place: a map of
+    the file is read once by the check, without a copy."""
+    if len(data) < _BODY + _SIZE_BYTES or data[: len(MAGIC)] != MAGIC:
         raise SnapshotRefused("not a snapshot")
-    body = memoryview(data)[_BODY:]
-    if not hmac.compare_digest(data[len(MAGIC) : _BODY], hmac.digest(key, body, "sha256")):
+    with memoryview(data) as view, view[_BODY:] as body:
+        digest = hmac.digest(key, body, "sha256")
+    if not hmac.compare_digest(data[len(MAGIC) : _BODY], digest):
         raise SnapshotRefused("signature mismatch")
-    size = int.from_bytes(body[:_SIZE_BYTES], "little")
-    if size > len(body) - _SIZE_BYTES:
+    size = int.from_bytes(data[_BODY : _BODY + _SIZE_BYTES], "little")
+    if size > len(data) - _BODY - _SIZE_BYTES:
         raise SnapshotRefused("header past the end of the file")
     try:
-        document = json.loads(bytes(body[_SIZE_BYTES : _SIZE_BYTES + size]))
+        document = json.loads(data[_BODY + _SIZE_BYTES : _BODY + _SIZE_BYTES + size])
         header, layout = document["header"], document["arrays"]
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
         raise SnapshotRefused(f"header: {exc}") from exc
@@ -99,7 +107,7 @@ def snapshot_file_read(data: bytes, *, key: bytes) -> tuple[dict[str, Any], dict
     return header, {name: _array(data, start, name, place) for name, place in layout.items()}
 
 
-def _array(data: bytes, start: int, name: str, place: Any) -> np.ndarray:
+def _array(data: Stored, start: int, name: str, place: Any) -> np.ndarray:
     if not (isinstance(place, list) and len(place) == 3 and str(place[0]) in DTYPES):
         raise SnapshotRefused(f"array {name}: not a stored array")
     dtype, count, offset = np.dtype(place[0]), place[1], place[2]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
+from graph_app import snapshot as snapshot_module
 from graph_app.compiler import context_compile
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
@@ -94,6 +95,28 @@ def test_first_compile_after_start_loads_the_snapshot_instead_of_rebuilding(snap
     assert stats["rows_read"] == 0
     assert stats["restored"] == built["revision"] == stats["revision"]
     assert loaded == built
+
+
+def test_a_snapshot_written_in_place_while_it_is_restored_is_ignored(
+    snapshots, graph, monkeypatch, caplog
+):
+    """The file is mapped, its signature checked over the map, then its arrays restored from
+    the same pages: bytes changed in place after the check are not the bytes checked."""
+    built = _compile(graph)
+    path = _file_of(graph)
+    restore = snapshot_module.index_restore
+
+    def written_meanwhile(*args, **kwargs):
+        with path.open("r+b") as out:  # in place: snapshots are only ever renamed into place
+            out.seek(0, 2)
+            out.write(b"\0")
+        return restore(*args, **kwargs)
+
+    monkeypatch.setattr(snapshot_module, "index_restore", written_meanwhile)
+    compiler_cache_clear()
+    assert _compile(graph) == built
+    assert _stats(graph)["restored"] == -1
+    assert "changed while read" in caplog.text
 
 
 def test_no_snapshot_below_the_row_threshold(settings, snapshots, graph):

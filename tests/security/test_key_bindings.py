@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from memoryproject.auth import api_key_verify
+from memoryproject.api_keys import api_key_verify
 from memoryproject.models import Project, ProjectAPIKey
 from memoryproject.projects import project_resolve, projects_visible_to
 from memoryproject.services import api_key_create

@@ -10,17 +10,24 @@ and writes a log-log chart.
 
     manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N] [--keep] [--cold]
     manage.py memory_benchmark --scales 1k,10k,100k [--plot FILE] [--keep] [--json]
+    manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--pause S] [--json]
+
+``--first-compile`` times a new server process to its first compile over a stored project (a
+kept corpus: ``bench-keep-100k-s7``), through each door as a client meets it: ``mcp_serve``
+over stdio under the MCP SDK's client, and gunicorn over HTTP (``benchmarks/memory/processes.py``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.memory.coldstart import cold_start_run
+from benchmarks.memory.processes import first_compile_lines, first_compiles
 from benchmarks.memory.report import (
     SWEEP_DEFAULT,
     memory_benchmark,
@@ -65,6 +72,19 @@ class Command(BaseCommand):
             "--cold", action="store_true", help="also time a first compile in a new process"
         )
         parser.add_argument("--cold-start", metavar="PROJECT", help="(internal) the new process")
+        parser.add_argument(
+            "--first-compile",
+            metavar="PROJECT",
+            help="time new mcp_serve and gunicorn processes to their first compile over PROJECT",
+        )
+        parser.add_argument("--repeat", type=int, default=3, help="--first-compile: runs per door")
+        parser.add_argument(
+            "--pause",
+            type=float,
+            default=0.0,
+            help="--first-compile: also time an MCP first call made this many seconds after "
+            "the handshake, as an agent's model reads the tools",
+        )
         parser.add_argument("--query", default="what does it depend on")
         json_flag_add(parser)
 
@@ -72,7 +92,15 @@ class Command(BaseCommand):
         if options["cold_start"]:
             self.stdout.write(json.dumps(cold_start_run(options["cold_start"], options["query"])))
             return
-        if options["scales"] or options["sweep"]:
+        if options["first_compile"]:
+            result = first_compiles(
+                options["first_compile"],
+                options["query"],
+                repeat=options["repeat"],
+                pause=options["pause"],
+            )
+            render: Callable[[dict[str, Any]], list[str]] = first_compile_lines
+        elif options["scales"] or options["sweep"]:
             sizes = _sizes(options["scales"] or SWEEP_DEFAULT)
             result = memory_sweep(
                 sizes, seed=options["seed"], plot=options["plot"], keep=options["keep"]

@@ -12,6 +12,12 @@ address without ``--allow-remote`` (then put a TLS-terminating proxy in front: k
 a header), and always checks the Host and Origin headers, so a web page cannot reach it
 through DNS rebinding. Forwarded headers count from ``TRUSTED_PROXIES`` only
 (memoryproject.proxies), as on REST: uvicorn's own handling of them is off.
+
+Once it has answered the client's ``initialize`` (over HTTP, as it starts), the server loads the
+compiler index of its identity's projects (over HTTP, of every project) in a background thread,
+from its snapshot when there is one: the handshake does not wait for it, and the agent's first
+compile, which comes after its model has read the tools, finds it loaded; a call that needs it
+meanwhile waits for it. ``--no-warm``: each index loads on its first compile.
 """
 
 from __future__ import annotations
@@ -20,20 +26,21 @@ import copy
 import ipaddress
 import logging
 import os
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
-import uvicorn
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.db.migrations.executor import MigrationExecutor
+from mcp.server.context import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
-from uvicorn.config import LOGGING_CONFIG
 
-from memoryproject.auth import KeyRefused, api_key_verify
+from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.errors import ApplicationError
-from memoryproject.mcp import LogLevel, build_server
+from memoryproject.mcp import LogLevel, MemoryServer, build_server
 from memoryproject.mcp_auth import FailedAuthThrottle
 from memoryproject.models import Scope
 from memoryproject.projects import (
@@ -44,6 +51,7 @@ from memoryproject.projects import (
     validate_project_slug,
 )
 from memoryproject.proxies import TrustedProxyHeaders
+from memoryproject.warmup import warm
 
 logger = logging.getLogger("memoryproject.mcp")
 
@@ -81,8 +89,46 @@ def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuri
     )
 
 
+def warm_in_background(projects: Sequence[str] | None) -> threading.Thread:
+    """Starts loading what the first calls on ``projects`` (slugs; None: every project) need,
+    in a thread of its own; a failure is logged and leaves each load to its first call."""
+
+    def run() -> None:
+        try:
+            warm(projects)
+        except Exception:
+            logger.exception("compiler indexes not warmed; each loads on its first compile")
+        finally:
+            connections.close_all()  # this thread's
+
+    thread = threading.Thread(target=run, name="warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def warm_after_initialize(server: MemoryServer, projects: Sequence[str] | None) -> None:
+    """Starts ``warm_in_background(projects)`` once the server has answered its first
+    ``initialize``: loading the index holds the interpreter's lock for long stretches, which
+    would slow the handshake down."""
+    started = False
+
+    async def start_warm(
+        ctx: ServerRequestContext[Any, Any], call_next: Callable[..., Awaitable[Any]]
+    ) -> Any:
+        nonlocal started
+        result = await call_next(ctx)
+        if not started and ctx.method == "initialize":
+            started = True
+            warm_in_background(projects)
+        return result
+
+    server.middleware.append(start_warm)
+
+
 def uvicorn_log_config() -> dict[str, Any]:
     """Uvicorn's logging with its access log on stderr too (it defaults to stdout)."""
+    from uvicorn.config import LOGGING_CONFIG
+
     config = copy.deepcopy(LOGGING_CONFIG)
     for handler in config["handlers"].values():
         handler["stream"] = "ext://sys.stderr"
@@ -152,6 +198,12 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--no-warm",
+            action="store_true",
+            help="Load each project's compiler index on its first compile, not in the "
+            "background once the client is connected.",
+        )
+        parser.add_argument(
             "--log-level",
             choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
             default=None,
@@ -177,13 +229,15 @@ class Command(BaseCommand):
             logging.getLogger(name).setLevel(log_level)
         try:
             if transport == "stdio":
-                raw_key, local, default_project = self._stdio_identity(options)
+                raw_key, local, default_project, projects = self._stdio_identity(options)
                 server = build_server(
                     default_project=default_project,
                     log_level=log_level,
                     api_key=raw_key,
                     local=local,
                 )
+                if not options["no_warm"]:
+                    warm_after_initialize(server, projects)
                 server.run("stdio")
             else:
                 self._serve_http(options, log_level)
@@ -209,6 +263,10 @@ class Command(BaseCommand):
             )
 
     def _serve_http(self, options: dict[str, Any], log_level: LogLevel) -> None:
+        import uvicorn  # over HTTP only: a stdio server starts without it
+
+        if not options["no_warm"]:
+            warm_in_background(None)
         host, port, path = options["host"], options["port"], options["path"]
         bind = f"[{host}]" if ":" in host and not host.startswith("[") else host
         server = build_server(log_level=log_level, http_url=f"http://{bind}:{port}{path}")
@@ -253,8 +311,9 @@ class Command(BaseCommand):
 
     def _stdio_identity(
         self, options: dict[str, Any]
-    ) -> tuple[str | None, LocalIdentity | None, str | None]:
-        """(raw API key, local identity, default project) of a stdio server, checked now."""
+    ) -> tuple[str | None, LocalIdentity | None, str | None, list[str]]:
+        """(raw API key, local identity, default project, the projects its calls reach by
+        default) of a stdio server, checked now."""
         slug, scope = options["project"], options["scope"]
         raw_key, source = options["api_key"], "--api-key"
         if raw_key and scope:
@@ -268,7 +327,8 @@ class Command(BaseCommand):
                 project = project_get(
                     validate_project_slug(slug) if slug else settings.MEMORY_DEFAULT_PROJECT
                 )
-                return None, LocalIdentity(project=project.slug, scope=scope), None
+                local = LocalIdentity(project=project.slug, scope=scope)
+                return None, local, None, [project.slug]
             else:
                 raise CommandError(
                     "no identity: pass --project P --scope read|write (a trusted local user), "
@@ -279,7 +339,10 @@ class Command(BaseCommand):
             raise CommandError(f"--project: {exc.message.removeprefix('project: ')}") from exc
         finally:
             close_old_connections()
-        return raw_key, None, default.slug if default else None
+        if default is not None:
+            return raw_key, None, default.slug, [default.slug]
+        bound = getattr(identity, "bound_projects", ())
+        return raw_key, None, None, [project.slug for project in bound]
 
     def _key(self, raw_key: str, source: str) -> Identity:
         try:

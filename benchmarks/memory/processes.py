@@ -1,0 +1,281 @@
+"""New process to first compile, through each door as a client meets it.
+
+``mcp_first_compile`` starts ``manage.py mcp_serve`` over stdio under the MCP SDK's own client
+and times the handshake and the first ``memory_compile_context`` answer from the launch;
+``gunicorn_first_compile`` starts gunicorn with the deployment's configuration file
+(memoryproject/gunicorn_conf.py) and times the launch to the first ``POST /v1/graph/compile``
+answer over HTTP. Both then read each server process's memory from
+``/proc/<pid>/smaps_rollup``: RSS counts every page a process maps (pages shared with other
+processes, the interpreter's and an index snapshot's file pages included), PSS divides each
+shared page among the processes that map it, so the PSS of a server's processes add up. The
+CPU time the server's processes had used when the first answer arrived (``first_cpu_ms``,
+user and system, from ``/proc/<pid>/stat``) tells the work from the wait on a busy machine.
+
+The servers run as deployed: DEBUG off (plain HTTP on the loopback address), on the database
+and snapshot directory of this process.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from benchmarks.memory.coldstart import database_url
+from memoryproject.models import Scope
+from memoryproject.services import api_key_create
+
+TIMEOUT_SECONDS = 300.0
+POLL_SECONDS = 0.02
+
+
+def memory_of(pid: int) -> dict[str, float]:
+    """RSS and PSS of process ``pid`` in MiB (``/proc/<pid>/smaps_rollup``; empty if gone)."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return {}
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss"):
+            found[f"{name.lower()}_mb"] = round(int(rest.split()[0]) / 1024, 1)
+    return found
+
+
+def cpu_ms(pid: int) -> float:
+    """User and system CPU time process ``pid`` has used, in ms (0 if gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return round((int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK"), 1)
+
+
+def children_of(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name, in parentheses, may hold spaces: the fields follow its last ")".
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def server_env() -> dict[str, str]:
+    """This process's environment, run as deployed: DEBUG off, plain HTTP on loopback."""
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE") or settings.SETTINGS_MODULE,
+        DATABASE_URL=database_url(),
+        COMPILER_SNAPSHOT_DIR=str(settings.COMPILER_SNAPSHOT_DIR or ""),
+        DEBUG="0",
+        PLAIN_HTTP="1",
+    )
+    return env
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 1)
+
+
+def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str, Any]:
+    """Launch of ``manage.py mcp_serve --project slug --scope read`` (stdio) to its
+    ``initialize`` answer and to its first ``memory_compile_context`` answer, in ms, with the
+    server's memory after that answer. With ``pause`` (seconds) the client lists the tools and
+    waits that long before its first call, as an agent's model reads them: ``first_call_ms``
+    is then that call's own time."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            str(Path(settings.BASE_DIR) / "manage.py"),
+            *("mcp_serve", "--project", slug, "--scope", Scope.READ),
+        ],
+        cwd=str(settings.BASE_DIR),
+        env=server_env(),
+    )
+    report: dict[str, Any] = {}
+
+    async def run() -> None:
+        before = set(children_of(os.getpid()))
+        start = time.perf_counter()
+        with anyio.fail_after(TIMEOUT_SECONDS), open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                report["handshake_ms"] = _ms(start)
+                if pause:
+                    await session.list_tools()
+                    await anyio.sleep(pause)
+                call = time.perf_counter()
+                result = await session.call_tool(
+                    "memory_compile_context", {"query": query, "max_tokens": 800}
+                )
+                report["first_compile_ms"] = _ms(start)
+                if pause:
+                    report["pause_s"], report["first_call_ms"] = pause, _ms(call)
+                servers = [p for p in children_of(os.getpid()) if p not in before]
+                report["first_cpu_ms"] = sum(map(cpu_ms, servers))
+                if result.is_error:
+                    raise RuntimeError(f"memory_compile_context failed: {result.content}")
+                second = time.perf_counter()
+                await session.call_tool(
+                    "memory_compile_context", {"query": query, "max_tokens": 800}
+                )
+                report["second_compile_ms"] = _ms(second)
+                report["processes"] = [{"role": "server", **memory_of(p)} for p in servers]
+
+    anyio.run(run)
+    return report
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _post(port: int, key: str, body: dict[str, Any]) -> int | None:
+    """The status of one compile request, or None when nothing listens yet."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_SECONDS)
+    try:
+        connection.request(
+            "POST",
+            "/v1/graph/compile",
+            body=json.dumps(body),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    except ConnectionError:
+        return None
+    finally:
+        connection.close()
+
+
+def gunicorn_first_compile(slug: str, query: str, key: str, *, workers: int = 2) -> dict[str, Any]:
+    """Launch of gunicorn (the deployment's configuration, ``workers`` workers) to its first
+    ``POST /v1/graph/compile`` answer with API key ``key``, in ms, with the memory of its
+    master and workers after a few more answers (which reach every worker, most likely)."""
+    port = _free_port()
+    command = [sys.executable, "-m", "gunicorn", "memoryproject.wsgi"]
+    command += ["--config", str(Path(settings.BASE_DIR) / "memoryproject" / "gunicorn_conf.py")]
+    command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    command += ["--log-level", "warning"]
+    body = {"project": slug, "query": query, "max_tokens": 800}
+    report: dict[str, Any] = {}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        cwd=str(settings.BASE_DIR),
+        env=server_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        status = None
+        while status is None:
+            if process.poll() is not None or time.perf_counter() - start > TIMEOUT_SECONDS:
+                raise RuntimeError(f"gunicorn did not answer: {_tail(process)}")
+            status = _post(port, key, body)
+            if status is None:
+                time.sleep(POLL_SECONDS)
+        report["first_compile_ms"] = _ms(start)
+        report["first_cpu_ms"] = sum(map(cpu_ms, [process.pid, *children_of(process.pid)]))
+        if status != 200:
+            raise RuntimeError(f"POST /v1/graph/compile answered {status}")
+        second = time.perf_counter()
+        _post(port, key, body)
+        report["second_compile_ms"] = _ms(second)
+        # Connections are spread over the workers' sockets: a few more reach every worker.
+        for _ in range(4 * workers):
+            _post(port, key, body)
+        report["processes"] = [{"role": "master", **memory_of(process.pid)}] + [
+            {"role": "worker", **memory_of(pid)} for pid in children_of(process.pid)
+        ]
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return report
+
+
+def _tail(process: subprocess.Popen[bytes]) -> str:
+    if process.poll() is None:
+        return "(still running)"
+    assert process.stderr is not None
+    return process.stderr.read().decode(errors="replace")[-2000:]
+
+
+def first_compiles(slug: str, query: str, *, repeat: int = 1, pause: float = 0.0) -> dict[str, Any]:
+    """Each door's figures, ``repeat`` times in turn (the machine's load average beside); with
+    ``pause``, also the MCP server's first call made ``pause`` seconds after the handshake."""
+    api_key, key = api_key_create(name="first compile", project_slugs=[slug], scope=Scope.READ)
+    runs: dict[str, list[dict[str, Any]]] = {"mcp_stdio": [], "gunicorn": []}
+    if pause:
+        runs["mcp_paused"] = []
+    try:
+        for _ in range(repeat):
+            runs["mcp_stdio"].append(mcp_first_compile(slug, query))
+            runs["gunicorn"].append(gunicorn_first_compile(slug, query, key))
+            if pause:
+                runs["mcp_paused"].append(mcp_first_compile(slug, query, pause=pause))
+    finally:
+        api_key.delete()
+    return {"query": query, "loadavg": _loadavg(), "runs": runs}
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return ""
+
+
+def first_compile_lines(result: dict[str, Any]) -> list[str]:
+    """A table: one row per door and run, one column per figure, memory per process."""
+    lines = [
+        f"new process to first compile (load average {result['loadavg']})",
+        f"{'door':<10} {'handshake':>10} {'first':>9} {'first CPU':>10} {'second':>8}"
+        "  memory (RSS/PSS MiB)",
+        "(mcp_paused: the first call made after a pause; 'first' is that call's own time)",
+    ]
+    for door, runs in result["runs"].items():
+        for run in runs:
+            memory = ", ".join(
+                f"{p['role']} {p.get('rss_mb', '?')}/{p.get('pss_mb', '?')}"
+                for p in run["processes"]
+            )
+            handshake = f"{run['handshake_ms']:.0f}" if "handshake_ms" in run else "-"
+            first = run.get("first_call_ms", run["first_compile_ms"])
+            lines.append(
+                f"{door:<10} {handshake:>10} {first:>9.0f} "
+                f"{run['first_cpu_ms']:>10.0f} {run['second_compile_ms']:>8.0f}  {memory}"
+            )
+    return lines

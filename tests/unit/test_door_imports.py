@@ -1,0 +1,79 @@
+"""Each door loads only its own frameworks: the MCP server (``manage.py mcp_serve``) no REST
+framework or schema generator, the web server (the WSGI application with every URL's view) no
+MCP SDK. Each check runs in a new interpreter, as the server starts, and reads the modules it
+has loaded (``sys.modules``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# As `manage.py mcp_serve --project P --scope read` runs up to serving: settings and apps for
+# the command (Django dispatches on argv[1]), the command's module, the server with every
+# app's tools, resources and prompts.
+MCP_SERVE = """
+import sys
+sys.argv = ["manage.py", "mcp_serve", "--project", "default", "--scope", "read"]
+import django
+django.setup()
+from django.core.management import load_command_class
+load_command_class("memoryproject", "mcp_serve")
+from memoryproject.mcp import build_server
+from memoryproject.projects import LocalIdentity
+build_server(local=LocalIdentity(project="default", scope="read"))
+print("\\n".join(sorted(sys.modules)))
+"""
+
+# As gunicorn loads the application (memoryproject/gunicorn_conf.py): the WSGI module, then
+# every URL's view.
+WSGI = """
+import sys
+import memoryproject.wsgi
+from django.urls import get_resolver
+get_resolver().url_patterns
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def _loaded(script: str, tmp_path: Path) -> set[str]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
+        "SECRET_KEY": "test-only-secret-key-not-for-production-use-0123456789",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'doors.sqlite3'}",
+        "WITNESS_DIR": str(tmp_path / "witness"),
+        "COMPILER_SNAPSHOT_DIR": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return set(done.stdout.split())
+
+
+def _of(modules: set[str], *packages: str) -> list[str]:
+    return sorted(name for name in modules if name.split(".")[0] in packages)
+
+
+def test_the_mcp_server_loads_no_rest_framework(tmp_path):
+    loaded = _loaded(MCP_SERVE, tmp_path)
+    assert "mcp.server.mcpserver" in loaded  # the probe reached the server
+    assert "graph_app.mcp_tools.compile" in loaded
+    assert _of(loaded, "rest_framework", "drf_spectacular", "django_filters") == []
+
+
+def test_the_web_application_loads_no_mcp_sdk(tmp_path):
+    loaded = _loaded(WSGI, tmp_path)
+    assert "graph_app.api.compile" in loaded  # the probe reached the views
+    assert "drf_spectacular.views" in loaded
+    assert _of(loaded, "mcp", "mcp_types") == []
