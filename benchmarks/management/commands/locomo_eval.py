@@ -7,6 +7,11 @@ query under ``--budget`` tokens with the same ``context_compile`` that serves ag
 
     manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--profile code] [--json]
     manage.py locomo_eval --data ../shared/datasets/locomo --cross-validate [--objective citation]
+    manage.py locomo_eval --data ../shared/datasets/locomo --reference [--json]
+
+``--reference`` runs, beside the compiler and on the same lines and budget, BM25, dense
+all-MiniLM-L6-v2 and their reciprocal-rank fusion (``benchmarks/locomo/reference.py``); it needs
+rank-bm25 and the semantic backend (``graph_app/domain/semantic.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from benchmarks.locomo.recall import locomo_recall, recall_lines
+from benchmarks.locomo.reference import reference_missing, reference_table
 from benchmarks.locomo.tuning import OBJECTIVES, cross_validate
 from graph_app.domain.profiles import PROFILES
 from memoryproject.command_output import json_flag_add
@@ -30,7 +36,11 @@ SQuAD-normalised gold answer found as whole words in the delivered markdown, ove
 1, 2 and 4); tokens_mean / tokens_p50 (cl100k tokens delivered); previews_mean (cited items
 shown as a preview or cut, per question); evidence_preview_share (share of the cited evidence
 turns that came only as a preview); mean_cited; compile_p50_ms. "categories": per question
-category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile"."""
+category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile".
+With --reference: "references" (bm25, dense, hybrid: each "overall", "conversations" and
+"categories" as above) and "margin_vs_hybrid" (the compiler's full_all and answer_contained
+minus the hybrid's); with --cross-validate, "reference" holds the hybrid's full_all and the
+cross-validated figure's margin over it."""
 
 
 class Command(BaseCommand):
@@ -60,6 +70,12 @@ class Command(BaseCommand):
             "and the leave-one-conversation-out figures (always JSON)",
         )
         parser.add_argument(
+            "--reference",
+            action="store_true",
+            help="also run BM25, dense MiniLM and their reciprocal-rank fusion on the same lines "
+            "and budget, and report the compiler's margin over the fusion",
+        )
+        parser.add_argument(
             "--objective",
             choices=OBJECTIVES,
             default="full",
@@ -82,17 +98,42 @@ class Command(BaseCommand):
         if not 64 <= budget <= 32_000:
             raise CommandError("--budget: must be an integer from 64 to 32000")
 
+        reference = options["reference"]
+        if reference and (needed := reference_missing()):
+            raise CommandError(f"--reference: needs {needed}")
         if options["cross_validate"]:
             if len(paths) < 2:
                 raise CommandError("--cross-validate: needs at least two conversations")
             report = cross_validate(
                 paths, budget=budget, show_progress=True, objective=options["objective"]
             )
+            if reference:
+                report["reference"] = _cross_validated_margin(report, paths, budget)
             self.stdout.write(json.dumps(report))
             return
-        report = locomo_recall(paths, budget=budget, profile=options["profile"])
+        report = locomo_recall(
+            paths, budget=budget, profile=options["profile"], reference=reference
+        )
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
         for line in recall_lines(report):
             self.stdout.write(line)
+        if reference:
+            self.stdout.write("")
+            for line in reference_table(report):
+                self.stdout.write(line)
+
+
+def _cross_validated_margin(report: dict[str, Any], paths: list[Path], budget: int) -> dict:
+    """The hybrid reference's figure for the objective cross-validated, and the margin of the
+    held-out figure over it (the reference has no constant tuned on the data)."""
+    figures = locomo_recall(paths, budget=budget, reference=True)
+    hybrid = figures["references"]["hybrid"]["overall"]
+    key = "full_all" if report["objective"] == "full" else "recall_all"
+    return {
+        "retriever": "hybrid",
+        key: hybrid[key],
+        "answer_contained": hybrid["answer_contained"],
+        "margin": round(report["cross_validated"] - hybrid[key], 4),
+    }
