@@ -39,6 +39,10 @@ MODEL_PACKAGE = "all_minilm_l6_v2"
 MODEL_ARCHIVE = "model.zip"
 # Texts encoded together: sorted by token length, so a batch pads to little more than its own.
 BATCH = 32
+# At most this many tokens (a query, a few new items) are encoded on one BLAS thread: splitting
+# matrices that small costs more in thread hand-offs than it saves, many times more when other
+# processes hold the cores.
+ONE_THREAD_TOKENS = 1024
 _NEEDED = ("tokenizers", "safetensors")
 
 # erf by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, under float32's resolution at
@@ -163,6 +167,7 @@ class SentenceEncoder:
         tokenizer.enable_truncation(max_length=self.max_length)
         self.tokenizer = tokenizer
         self._lock = threading.Lock()
+        self._threads = _thread_limiter()
 
     def _norm(self, x: np.ndarray[Any, Any], scale_bias: tuple[Array, Array]) -> Array:
         mean = x.mean(-1, keepdims=True)
@@ -210,7 +215,13 @@ class SentenceEncoder:
         with self._lock:  # the tokenizer's truncation setting is shared state
             encodings = self.tokenizer.encode_batch(list(texts))
         token_ids = [e.ids for e in encodings]
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
+        if self._threads is not None and sum(map(len, token_ids)) <= ONE_THREAD_TOKENS:
+            with self._threads.limit(limits=1, user_api="blas"):
+                return self._encode(token_ids, out, batch)
+        return self._encode(token_ids, out, batch)
+
+    def _encode(self, token_ids: list[list[int]], out: Array, batch: int) -> Array:
+        order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
         for start in range(0, len(order), batch):
             rows = order[start : start + batch]
             length = max(len(token_ids[i]) for i in rows)
@@ -222,6 +233,16 @@ class SentenceEncoder:
                 mask[r, :n] = 1.0
             out[rows] = self._forward(ids, mask)
         return out
+
+
+def _thread_limiter() -> Any:
+    """threadpoolctl's controller of the BLAS thread pools, when it is installed (it comes
+    with the ``semantic`` extra); None otherwise: the encoder then uses BLAS as configured."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
 
 
 def encoder_from_archive(path: Path | str) -> SentenceEncoder:

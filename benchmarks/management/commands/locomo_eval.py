@@ -8,6 +8,7 @@ query under ``--budget`` tokens with the same ``context_compile`` that serves ag
     manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--profile code] [--json]
     manage.py locomo_eval --data ../shared/datasets/locomo --cross-validate [--objective citation]
     manage.py locomo_eval --data ../shared/datasets/locomo --reference [--json]
+    manage.py locomo_eval --data ../shared/datasets/locomo --semantic [--reference]
 
 ``--reference`` runs, beside the compiler and on the same lines and budget, BM25, dense
 all-MiniLM-L6-v2 and their reciprocal-rank fusion (``benchmarks/locomo/reference.py``); it needs
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.test.utils import override_settings
 
 from benchmarks.locomo.recall import locomo_recall, recall_lines
 from benchmarks.locomo.reference import reference_missing, reference_table
 from benchmarks.locomo.tuning import OBJECTIVES, cross_validate
+from graph_app.domain import semantic
 from graph_app.domain.profiles import PROFILES
 from memoryproject.command_output import json_flag_add
 
@@ -37,7 +40,7 @@ SQuAD-normalised gold answer found as whole words in the delivered markdown, ove
 shown as a preview or cut, per question); evidence_preview_share (share of the cited evidence
 turns that came only as a preview); mean_cited; compile_p50_ms. "categories": per question
 category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile".
-With --reference: "references" (bm25, dense, hybrid: each "overall", "conversations" and
+"semantic": whether the semantic backend ranked (--semantic). With --reference: "references" (bm25, dense, hybrid: each "overall", "conversations" and
 "categories" as above) and "margin_vs_hybrid" (the compiler's full_all and answer_contained
 minus the hybrid's); with --cross-validate, "reference" holds the hybrid's full_all and the
 cross-validated figure's margin over it."""
@@ -76,6 +79,12 @@ class Command(BaseCommand):
             "and budget, and report the compiler's margin over the fusion",
         )
         parser.add_argument(
+            "--semantic",
+            action="store_true",
+            help="rank with the semantic backend on (MEMORY_SEMANTIC: sentence vectors fused "
+            "with BM25), to measure the compiler with and without it",
+        )
+        parser.add_argument(
             "--objective",
             choices=OBJECTIVES,
             default="full",
@@ -101,12 +110,21 @@ class Command(BaseCommand):
         reference = options["reference"]
         if reference and (needed := reference_missing()):
             raise CommandError(f"--reference: needs {needed}")
+        if options["semantic"] and not semantic.available():
+            raise CommandError(f"--semantic: needs {semantic.missing()}")
+        with override_settings(MEMORY_SEMANTIC=options["semantic"]):
+            self._evaluate(paths, budget, reference, options)
+
+    def _evaluate(
+        self, paths: list[Path], budget: int, reference: bool, options: dict[str, Any]
+    ) -> None:
         if options["cross_validate"]:
             if len(paths) < 2:
                 raise CommandError("--cross-validate: needs at least two conversations")
             report = cross_validate(
                 paths, budget=budget, show_progress=True, objective=options["objective"]
             )
+            report["semantic"] = options["semantic"]
             if reference:
                 report["reference"] = _cross_validated_margin(report, paths, budget)
             self.stdout.write(json.dumps(report))
@@ -114,11 +132,16 @@ class Command(BaseCommand):
         report = locomo_recall(
             paths, budget=budget, profile=options["profile"], reference=reference
         )
+        report["semantic"] = options["semantic"]
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
         for line in recall_lines(report):
             self.stdout.write(line)
+        if options["semantic"]:
+            self.stdout.write(
+                "(ranked with the semantic backend: sentence vectors fused with BM25)"
+            )
         if reference:
             self.stdout.write("")
             for line in reference_table(report):
