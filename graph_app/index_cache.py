@@ -18,10 +18,15 @@ import os
 import threading
 from collections.abc import Iterable
 
+import numpy as np
 from django.conf import settings
 
+from graph_app.domain.index_items import FACT_LINE_FIELDS, IndexItem
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
+from graph_app.domain.semantic import available as semantic_available
+from graph_app.domain.semantic import missing as semantic_missing
+from graph_app.domain.semantic import sentence_encoder
 from graph_app.graph_head import graph_head, graph_head_continues, graph_head_reached
 from graph_app.index_documents import episode_doc, fact_doc
 from graph_app.index_selectors import (
@@ -66,6 +71,7 @@ class ProjectIndex:
             self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
         self.head = head
         if current == self.revision:
+            self._embed()
             return current
         since = max(self.revision, 0)
         rows = 0
@@ -84,6 +90,7 @@ class ProjectIndex:
                 os.getpid(),
             )
         self.revision = current
+        self._embed()
         self.rows_read += rows
         self.rows_unsaved += rows
         if self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
@@ -116,9 +123,59 @@ class ProjectIndex:
             self.rows_unsaved = 0
         _settle()
 
+    def _embed(self) -> None:
+        """With the semantic backend on, a sentence vector for every document without one
+        (new or changed since, or all of them after a snapshot was loaded)."""
+        index = self.index
+        if len(index.dense) >= len(index.docs) or not semantic_on():
+            return
+        docs = list(index.docs.values())
+        slots = [index.bm25.slot(doc.key) for doc in docs]
+        wanted = set(index.dense.missing([s for s in slots if s is not None]))
+        chosen = [(s, d) for s, d in zip(slots, docs, strict=True) if s in wanted]
+        if chosen:
+            vectors = sentence_encoder().encode([semantic_text(d) for _, d in chosen])
+            index.dense.put([s for s, _ in chosen], vectors)
+
     def _put(self, doc: MemoryDoc) -> None:
         self.index.upsert(doc)
         self.max_recorded = max(self.max_recorded, doc.recorded_at)
+
+
+_semantic_warned = False
+
+
+def semantic_on() -> bool:
+    """Whether the semantic backend is on (``MEMORY_SEMANTIC``) and installed; asked for but
+    missing, it is off and a warning says what to install, once."""
+    global _semantic_warned
+    if not settings.MEMORY_SEMANTIC:
+        return False
+    if semantic_available():
+        return True
+    if not _semantic_warned:
+        _semantic_warned = True
+        log.warning("MEMORY_SEMANTIC is set but the semantic backend needs: %s", semantic_missing())
+    return False
+
+
+def semantic_text(doc: MemoryDoc) -> str:
+    """What a document's sentence vector is made of: an episode's line after its citation
+    (title, date, files, content), a fact's subject, predicate and value."""
+    item = doc.payload
+    if not isinstance(item, IndexItem):
+        return " ".join(doc.tokens)
+    if item.kind == "fact" and item.fact_fields:
+        fields = dict(zip(FACT_LINE_FIELDS, item.fact_fields, strict=True))
+        return f"{fields['subject']} {fields['predicate']} {fields['object_value']}"
+    return item.line[len(item.citation) :].strip()
+
+
+def query_vector(index: MemoryIndex, text: str) -> np.ndarray | None:
+    """The query's sentence vector when the index has documents' vectors to compare it with."""
+    if not len(index.dense) or not semantic_on():
+        return None
+    return sentence_encoder().encode([text])[0]
 
 
 def _settle() -> None:

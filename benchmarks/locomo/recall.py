@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from benchmarks.locomo.conversations import conversation_drop, conversation_ingest
 from benchmarks.locomo.reading import answer_contained, evidence_read
+from benchmarks.locomo.reference import REFERENCES, References, conversation_lines
 from graph_app.compiler import context_compile
 from memoryproject.tokens import count_tokens
 
@@ -62,48 +63,91 @@ def question_score(
     )
 
 
+class _Tally:
+    """The tallies of one retriever over one conversation's questions."""
+
+    def __init__(self) -> None:
+        self.total: Counter[str] = Counter()
+        self.by_category: dict[int, Counter[str]] = {}
+        self.timings: list[float] = []
+        self.cited_counts: list[int] = []
+        self.tokens: list[int] = []
+
+    def add(self, score: Counter[str], category: int, ms: float) -> None:
+        self.timings.append(ms)
+        self.cited_counts.append(score["cited"])
+        self.tokens.append(score["tokens"])
+        self.total.update(score)
+        self.by_category.setdefault(category, Counter()).update(score)
+
+    def row(self, name: str, turns: int, count: int) -> dict[str, Any]:
+        total = self.total
+        return {
+            "conversation": name,
+            "turns": turns,
+            "questions": count,
+            "recall_all": _ratio(total["hits_all"], count),
+            "recall_any": _ratio(total["hits_any"], count),
+            "compile_p50_ms": statistics.median(self.timings) if self.timings else 0.0,
+            "mean_cited": statistics.fmean(self.cited_counts) if self.cited_counts else 0.0,
+            **_reading(total, self.by_category, self.tokens),
+            "_hits": (total["hits_all"], total["hits_any"]),
+            "_total": total,
+            "_categories": self.by_category,
+            "_timings": self.timings,
+            "_tokens": self.tokens,
+        }
+
+
 def evaluate_conversation(
-    path: Path, *, budget: int, profile: str = "dialogue", show_progress: bool = True
+    path: Path,
+    *,
+    budget: int,
+    profile: str = "dialogue",
+    show_progress: bool = True,
+    reference: bool = False,
 ) -> dict[str, Any]:
+    """The compiler's figures on one conversation; with ``reference``, also those of the
+    reference retrievers (``benchmarks.locomo.reference``) on the same lines and budget, under
+    ``"_references"``."""
     name = path.stem
     # A progress bar on stderr (stdout carries the results), only when it is a terminal.
     disable = None if show_progress else True
     project, external, questions, texts = conversation_ingest(path, disable=disable)
     try:
-        total: Counter[str] = Counter()
-        by_category: dict[int, Counter[str]] = {}
-        timings: list[float] = []
-        cited_counts: list[int] = []
-        tokens: list[int] = []
+        ours = _Tally()
         for qa in tqdm(questions, desc=f"{name} compile", disable=disable):
             start = time.perf_counter()
             result = context_compile(
                 project=project, query=qa["question"], max_tokens=budget, profile=profile
             )
-            timings.append((time.perf_counter() - start) * 1000)
-            score = question_score(result, qa, external, texts)
-            cited_counts.append(score["cited"])
-            tokens.append(score["tokens"])
-            total.update(score)
-            by_category.setdefault(qa["category"], Counter()).update(score)
+            ms = (time.perf_counter() - start) * 1000
+            ours.add(question_score(result, qa, external, texts), qa["category"], ms)
+        others = _references(project, questions, external, texts, budget) if reference else {}
     finally:
         conversation_drop(project)
     count = len(questions)
-    return {
-        "conversation": name,
-        "turns": len(external),
-        "questions": count,
-        "recall_all": _ratio(total["hits_all"], count),
-        "recall_any": _ratio(total["hits_any"], count),
-        "compile_p50_ms": statistics.median(timings) if timings else 0.0,
-        "mean_cited": statistics.fmean(cited_counts) if cited_counts else 0.0,
-        **_reading(total, by_category, tokens),
-        "_hits": (total["hits_all"], total["hits_any"]),
-        "_total": total,
-        "_categories": by_category,
-        "_timings": timings,
-        "_tokens": tokens,
-    }
+    row = ours.row(name, len(external), count)
+    row["_references"] = {r: t.row(name, len(external), count) for r, t in others.items()}
+    return row
+
+
+def _references(
+    project: Any,
+    questions: list[dict[str, Any]],
+    external: dict[str, Any],
+    texts: dict[str, str],
+    budget: int,
+) -> dict[str, _Tally]:
+    """The reference retrievers' tallies over the questions."""
+    references = References(conversation_lines(project))
+    tallies = {r: _Tally() for r in REFERENCES}
+    orders = references.orders([qa["question"] for qa in questions])
+    for qa, by_reference in zip(questions, orders, strict=True):
+        for r, order in by_reference.items():
+            result, ms = references.delivered(order, budget)
+            tallies[r].add(question_score(result, qa, external, texts), qa["category"], ms)
+    return tallies
 
 
 def _reading(
@@ -160,16 +204,40 @@ def _categories(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     }
 
 
-def locomo_recall(paths: list[Path], *, budget: int, profile: str = "dialogue") -> dict[str, Any]:
-    """Recall of every conversation, overall and per question category."""
-    results = [evaluate_conversation(p, budget=budget, profile=profile) for p in paths]
-    return {
+def locomo_recall(
+    paths: list[Path], *, budget: int, profile: str = "dialogue", reference: bool = False
+) -> dict[str, Any]:
+    """Recall of every conversation, overall and per question category; with ``reference``,
+    the reference retrievers' figures on the same lines and budget (``"references"``) and the
+    compiler's margin over the hybrid one (``"margin_vs_hybrid"``)."""
+    results = [
+        evaluate_conversation(p, budget=budget, profile=profile, reference=reference) for p in paths
+    ]
+    report: dict[str, Any] = {
         "budget": budget,
         "profile": profile,
         "conversations": [{k: v for k, v in r.items() if not k.startswith("_")} for r in results],
         "overall": _overall(results),
         "categories": _categories(results),
     }
+    if reference:
+        by_reference = {r: [res["_references"][r] for res in results] for r in REFERENCES}
+        report["references"] = {
+            r: {
+                "overall": _overall(rows),
+                "conversations": [
+                    {k: v for k, v in row.items() if not k.startswith("_")} for row in rows
+                ],
+                "categories": _categories(rows),
+            }
+            for r, rows in by_reference.items()
+        }
+        hybrid = report["references"]["hybrid"]["overall"]
+        report["margin_vs_hybrid"] = {
+            key: round(report["overall"][key] - hybrid[key], 4)
+            for key in ("full_all", "answer_contained")
+        }
+    return report
 
 
 def recall_lines(report: dict[str, Any]) -> list[str]:

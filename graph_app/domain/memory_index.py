@@ -84,8 +84,11 @@ class MemoryIndex(MemoryStore):
         visibility: Visibility,
         params: RankParams = DEFAULT_PARAMS,
         limit: int | None = None,
+        query_vector: np.ndarray | None = None,
     ) -> Ranking:
-        """The visible items relevant to ``query``, best first (``limit``: only that many)."""
+        """The visible items relevant to ``query``, best first (``limit``: only that many).
+        ``query_vector``: the query's sentence vector, fused with BM25 when the documents have
+        theirs (the semantic backend)."""
         terms = tokenize_query(query, drop=params.drop) or [
             w.lower() for w in query.split() if w.strip()
         ]
@@ -103,12 +106,19 @@ class MemoryIndex(MemoryStore):
 
         # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
         pool = self._top_slots(relevance, params.pool)
+        similar: dict[int, float] = {}
+        if query_vector is not None and params.semantic_weight > 0 and len(self.dense):
+            similar = self._similar(query_vector, visible, params)
+            pooled = set(pool)
+            pool += [slot for slot in similar if slot not in pooled]
         named = self._named_entities(query)
         if not pool and not named:
             return Ranking(
                 ranked=[], suppressed_stale=suppressed, terms=tuple(terms), related=shares
             )
         scores = self._with_feedback(pool, terms, relevance, params)
+        if similar:
+            self._fuse_dense(scores, similar, params)
         top = self._best(scores, params.candidates)
         best = top[0][1] if top else 1.0
         utility: dict[int, float] = {slot: value / best for slot, value in top}
@@ -215,6 +225,31 @@ class MemoryIndex(MemoryStore):
             extra += best
         return relevance + params.related_weight * extra
 
+    def _similar(
+        self, query: np.ndarray, visible: np.ndarray, params: RankParams
+    ) -> dict[int, float]:
+        """The ``semantic_candidates`` visible items most similar to the query vector, each
+        with its similarity scaled from 1 (the most similar) down to 0 (the last of them)."""
+        similarity = self.dense.similarity(query, len(visible)) * visible
+        chosen = self._top_slots(similarity, params.semantic_candidates)
+        if not chosen:
+            return {}
+        values = similarity[chosen]
+        top, floor = float(values[0]), float(values[-1])
+        scaled = (values - floor) / (top - floor) if top > floor else np.ones(len(values))
+        return dict(zip(chosen, scaled.tolist(), strict=True))
+
+    def _fuse_dense(
+        self, scores: dict[int, float], similar: dict[int, float], params: RankParams
+    ) -> None:
+        """Adds to each similar item's lexical score (BM25 with feedback) its scaled similarity
+        x ``semantic_weight`` x the best lexical score: a turn in other words can rank among
+        the best, one that matches both ways rises above those matching one way."""
+        peak = max(scores.values(), default=0.0)
+        scale = params.semantic_weight * (peak if peak > 0 else 1.0)
+        for slot, share in similar.items():
+            scores[slot] = scores.get(slot, 0.0) + scale * share
+
     def _derived(self, query: str, terms: list[str], params: RankParams) -> list[str]:
         """``terms`` with the stem of each unknown word of the query that extends a known stem
         replaced by the longest such stem (at least five letters)."""
@@ -242,7 +277,10 @@ class MemoryIndex(MemoryStore):
         base = relevance[slots]
         if not (pool and params.prf_docs and params.prf_terms and params.prf_weight > 0):
             return dict(zip(pool, base.tolist(), strict=True))
-        expansion = self._feedback_terms(pool[: params.prf_docs], terms, params)
+        # Feedback comes from the best items by words (an item found only by its sentence
+        # vector, appended to the pool, shares no query word to vouch for its others).
+        sources = [s for s in pool[: params.prf_docs] if relevance[s] > 0]
+        expansion = self._feedback_terms(sources, terms, params)
         if not expansion:
             return dict(zip(pool, base.tolist(), strict=True))
         extra = np.zeros(len(pool))

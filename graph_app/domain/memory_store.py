@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graph_app.domain.bm25 import BM25Index
+from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.tiebreak import tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
@@ -57,6 +58,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self.bm25 = BM25Index()
         self.docs: dict[str, MemoryDoc] = {}
+        # Sentence vectors by slot, when the semantic backend is on (empty otherwise).
+        self.dense = DenseColumn()
         self._slot_docs: list[MemoryDoc | None] = []
         # The entity graph, nodes keyed by lower-cased entity id: the items about each node
         # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
@@ -90,6 +93,7 @@ class MemoryStore:
         if doc.key in self.docs:
             self._unlink(self.docs[doc.key])
         slot = self.bm25.upsert(doc.key, doc.tokens)
+        self.dense.forget(slot)
         while len(self._slot_docs) <= slot:
             self._slot_docs.append(None)
         self._slot_docs[slot] = doc

@@ -59,6 +59,12 @@ class RankParams:
     related_weight: float = 0.0
     related_min: float = 0.45
     related_terms: int = 8
+    # The semantic backend, when the index has sentence vectors and the query one: the
+    # ``semantic_candidates`` items most similar to the query by cosine gain, scaled from 1 (the
+    # most similar) down to 0 (the last of them), ``semantic_weight`` x the best lexical score
+    # (BM25 with feedback), before activation and stream neighbours. 0: off.
+    semantic_weight: float = 0.5
+    semantic_candidates: int = 50
 
 
 DEFAULT_PARAMS = RankParams()

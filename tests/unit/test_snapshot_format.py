@@ -35,6 +35,9 @@ INDEX_STATE = {
     "bm25", "docs", "_slot_docs", "_items_of", "_mentioned_by", "_edges_of", "_refs",
     "_out_refs", "_streams", "_titled", "_arrays",
 }  # fmt: skip
+# Not stored: the semantic backend's sentence vectors, made again for every document when an
+# index restored with the backend on is refreshed (graph_app/index_cache.py).
+NOT_STORED = {"dense"}
 BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_doc_len"}
 BM25_STATE |= {"_postings", "_total_len"}
 
@@ -129,7 +132,10 @@ def _restored(index: MemoryIndex) -> MemoryIndex:
 
 def test_a_restored_index_holds_every_attribute_of_the_one_written(index):
     restored = _restored(index)
-    assert set(vars(index)) == set(vars(restored)) == INDEX_STATE, "a new attribute to store"
+    assert set(vars(index)) - NOT_STORED == set(vars(restored)) - NOT_STORED == INDEX_STATE, (
+        "a new attribute to store"
+    )
+    assert len(restored.dense) == 0
     assert set(vars(index.bm25)) - BM25_CACHES == BM25_STATE, "a new attribute to store"
     for name in INDEX_STATE - {"bm25", "_arrays"}:
         assert getattr(restored, name) == getattr(index, name), name

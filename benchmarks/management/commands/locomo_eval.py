@@ -7,6 +7,12 @@ query under ``--budget`` tokens with the same ``context_compile`` that serves ag
 
     manage.py locomo_eval --data ../shared/datasets/locomo --budget 800 [--conversations conv-26] [--profile code] [--json]
     manage.py locomo_eval --data ../shared/datasets/locomo --cross-validate [--objective citation]
+    manage.py locomo_eval --data ../shared/datasets/locomo --reference [--json]
+    manage.py locomo_eval --data ../shared/datasets/locomo --semantic [--reference]
+
+``--reference`` runs, beside the compiler and on the same lines and budget, BM25, dense
+all-MiniLM-L6-v2 and their reciprocal-rank fusion (``benchmarks/locomo/reference.py``); it needs
+rank-bm25 and the semantic backend (``graph_app/domain/semantic.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.test.utils import override_settings
 
 from benchmarks.locomo.recall import locomo_recall, recall_lines
+from benchmarks.locomo.reference import reference_missing, reference_table
 from benchmarks.locomo.tuning import OBJECTIVES, cross_validate
+from graph_app.domain import semantic
 from graph_app.domain.profiles import PROFILES
 from memoryproject.command_output import int_option, json_flag_add
 
@@ -30,7 +39,11 @@ SQuAD-normalised gold answer found as whole words in the delivered markdown, ove
 1, 2 and 4); tokens_mean / tokens_p50 (cl100k tokens delivered); previews_mean (cited items
 shown as a preview or cut, per question); evidence_preview_share (share of the cited evidence
 turns that came only as a preview); mean_cited; compile_p50_ms. "categories": per question
-category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile"."""
+category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile".
+"semantic": whether the semantic backend ranked (--semantic). With --reference: "references" (bm25, dense, hybrid: each "overall", "conversations" and
+"categories" as above) and "margin_vs_hybrid" (the compiler's full_all and answer_contained
+minus the hybrid's); with --cross-validate, "reference" holds the hybrid's full_all and the
+cross-validated figure's margin over it."""
 
 
 class Command(BaseCommand):
@@ -60,6 +73,18 @@ class Command(BaseCommand):
             "and the leave-one-conversation-out figures (always JSON)",
         )
         parser.add_argument(
+            "--reference",
+            action="store_true",
+            help="also run BM25, dense MiniLM and their reciprocal-rank fusion on the same lines "
+            "and budget, and report the compiler's margin over the fusion",
+        )
+        parser.add_argument(
+            "--semantic",
+            action="store_true",
+            help="rank with the semantic backend on (MEMORY_SEMANTIC: sentence vectors fused "
+            "with BM25), to measure the compiler with and without it",
+        )
+        parser.add_argument(
             "--objective",
             choices=OBJECTIVES,
             default="full",
@@ -80,17 +105,56 @@ class Command(BaseCommand):
             raise CommandError(f"--conversations: no such file(s): {', '.join(missing) or folder}")
         budget = int_option(options, "budget", 64, 32_000)
 
+        reference = options["reference"]
+        if reference and (needed := reference_missing()):
+            raise CommandError(f"--reference: needs {needed}")
+        if options["semantic"] and not semantic.available():
+            raise CommandError(f"--semantic: needs {semantic.missing()}")
+        with override_settings(MEMORY_SEMANTIC=options["semantic"]):
+            self._evaluate(paths, budget, reference, options)
+
+    def _evaluate(
+        self, paths: list[Path], budget: int, reference: bool, options: dict[str, Any]
+    ) -> None:
         if options["cross_validate"]:
             if len(paths) < 2:
                 raise CommandError("--cross-validate: needs at least two conversations")
             report = cross_validate(
                 paths, budget=budget, show_progress=True, objective=options["objective"]
             )
+            report["semantic"] = options["semantic"]
+            if reference:
+                report["reference"] = _cross_validated_margin(report, paths, budget)
             self.stdout.write(json.dumps(report))
             return
-        report = locomo_recall(paths, budget=budget, profile=options["profile"])
+        report = locomo_recall(
+            paths, budget=budget, profile=options["profile"], reference=reference
+        )
+        report["semantic"] = options["semantic"]
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
         for line in recall_lines(report):
             self.stdout.write(line)
+        if options["semantic"]:
+            self.stdout.write(
+                "(ranked with the semantic backend: sentence vectors fused with BM25)"
+            )
+        if reference:
+            self.stdout.write("")
+            for line in reference_table(report):
+                self.stdout.write(line)
+
+
+def _cross_validated_margin(report: dict[str, Any], paths: list[Path], budget: int) -> dict:
+    """The hybrid reference's figure for the objective cross-validated, and the margin of the
+    held-out figure over it (the reference has no constant tuned on the data)."""
+    figures = locomo_recall(paths, budget=budget, reference=True)
+    hybrid = figures["references"]["hybrid"]["overall"]
+    key = "full_all" if report["objective"] == "full" else "recall_all"
+    return {
+        "retriever": "hybrid",
+        key: hybrid[key],
+        "answer_contained": hybrid["answer_contained"],
+        "margin": round(report["cross_validated"] - hybrid[key], 4),
+    }
