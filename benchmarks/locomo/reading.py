@@ -26,6 +26,10 @@ from collections.abc import Iterable, Mapping
 
 from memoryproject.domain.spotlight import neutral
 
+# Categories whose answers are stated in the conversation (3's are inferred from it): the
+# headline of answer containment.
+HEADLINE_CATEGORIES = (1, 2, 4)
+
 _SPACE_RE = re.compile(r"\s+")
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 _ASCII_PUNCTUATION = frozenset(string.punctuation)

@@ -22,13 +22,10 @@ from typing import Any
 from tqdm import tqdm
 
 from benchmarks.locomo.conversations import conversation_drop, conversation_ingest
-from benchmarks.locomo.reading import answer_contained, evidence_read
+from benchmarks.locomo.reading import HEADLINE_CATEGORIES, answer_contained, evidence_read
 from benchmarks.locomo.reference import REFERENCES, References, conversation_lines
 from graph_app.compiler import context_compile
 from memoryproject.tokens import count_tokens
-
-# Categories whose answers are stated in the conversation (3's are inferred from it).
-HEADLINE_CATEGORIES = (1, 2, 4)
 
 
 def _ratio(hits: float, count: float) -> float:

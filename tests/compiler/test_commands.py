@@ -142,6 +142,27 @@ def test_locomo_cross_validation_grid_holds_the_shipped_dialogue_profile():
     assert _variant(_shipped()) == DIALOGUE
 
 
+@pytest.mark.skipif(
+    not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO} (it is not shipped)"
+)
+def test_locomo_cross_validation_reports_held_out_answer_containment(monkeypatch):
+    # Two settings (the shipped one and one giving a tenth of the budget to whole turns), two
+    # conversations: each fold's held-out figures are those of the setting it chose.
+    from benchmarks.locomo import tuning
+
+    shipped = _shipped()
+    monkeypatch.setattr(tuning, "GRID", {k: (v,) for k, v in zip(GRID, shipped, strict=True)})
+    monkeypatch.setitem(tuning.GRID, "full_share", (0.1, DIALOGUE.full_share))
+    paths = [LOCOMO / "conv-30.json", LOCOMO / "conv-26.json"]
+    report = tuning.cross_validate(paths, budget=800, show_progress=False)
+    folds = report["folds"]
+    assert [f["chosen"]["full_share"] for f in folds] == [DIALOGUE.full_share] * 2
+    assert all(0.0 < f["answer_contained"] < 1.0 for f in folds)
+    low, high = sorted(f["answer_contained"] for f in folds)
+    assert low <= report["cross_validated_answer_contained"] <= high
+    assert report["cross_validated"] >= 0.7  # whole turns: most questions' evidence read whole
+
+
 def test_distill_term_vectors_writes_a_table_from_a_model_folder(tmp_path):
     from safetensors.numpy import save_file
 

@@ -157,4 +157,7 @@ def _cross_validated_margin(report: dict[str, Any], paths: list[Path], budget: i
         key: hybrid[key],
         "answer_contained": hybrid["answer_contained"],
         "margin": round(report["cross_validated"] - hybrid[key], 4),
+        "answer_margin": round(
+            report["cross_validated_answer_contained"] - hybrid["answer_contained"], 4
+        ),
     }
