@@ -16,18 +16,18 @@ documents built from the rows (``graph_app.index_documents``); proofs are
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from graph_app.citation_proofs import citation_bundle
 from graph_app.contracts.compile import CompiledItem, CompileInput, CompileResult
 from graph_app.contracts.facts import FactOut
 from graph_app.domain.index_items import FACT_LINE_FIELDS, IndexItem
-from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex, Ranking
 from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import Packed, PackItem, pack, split_line
 from graph_app.domain.profiles import PROFILES, Profile
 from graph_app.domain.render import best_passage, fact_line
-from graph_app.domain.tiebreak import TieKey, tie_key
+from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import tokenize_query
 from graph_app.index_cache import ProjectIndex, project_index, query_vector
 from graph_app.index_documents import FACTS_SECTION
@@ -145,10 +145,11 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
         limit=PACK_CANDIDATES_MAX,
         query_vector=query_vector(index, text),
     )
-    docs = index.docs
-    kept = [docs[key] for key, _ in ranking.ranked[:PACK_CANDIDATES_MAX]]
-    payloads = {doc.key: _payload(doc) for doc in kept}
-    ties = {doc.key: tie_key(doc) for doc in kept}
+    keys = [key for key, _ in ranking.ranked]
+    payloads = dict(
+        zip(keys, cast(list[IndexItem], index.slot_payloads(ranking.slots)), strict=True)
+    )
+    ties = dict(zip(keys, index.slot_ties(ranking.slots), strict=True))
     # Previews weigh the terms the ranking used (a derived word form as its known stem).
     terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}
@@ -172,12 +173,6 @@ def context_delivered(
     packed = pack_ranked(ranked, max_tokens)
     cited = [(ranked.payloads[p.key].id, ranked.payloads[p.key].citation) for p in packed.items]
     return packed.markdown, cited
-
-
-def _payload(doc: MemoryDoc) -> IndexItem:
-    item = doc.payload
-    assert isinstance(item, IndexItem)
-    return item
 
 
 def _delivered_sha(ranked: _Ranked, key: str, item: IndexItem) -> str:
@@ -330,7 +325,9 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
         items.append(
             (
                 ranked.ties[packed_item.key],
-                CompiledItem(
+                # The values are typed already (the index's items, the packer's counts): built
+                # without validating them again.
+                CompiledItem.model_construct(
                     kind=item.kind,
                     id=item.id,
                     external_id=item.external_id,

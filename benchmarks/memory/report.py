@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from benchmarks.memory.run import run_benchmark
+from benchmarks.memory.stages import stage_lines
 from benchmarks.memory.sweep import sweep_run, sweep_table
 
 SWEEP_DEFAULT = "1k,10k,100k"
@@ -18,10 +19,12 @@ def _corpus_size(report: dict[str, Any]) -> int:
     return report["corpus"]["facts"] + report["corpus"]["episodes"]
 
 
-def memory_benchmark(scale: str, *, seed: int, keep: bool, cold_start: bool) -> dict[str, Any]:
+def memory_benchmark(
+    scale: str, *, seed: int, keep: bool, cold_start: bool, stages: bool = False
+) -> dict[str, Any]:
     """The benchmark at ``scale``; the 100k scale also reports its compile p50 as a ratio to
-    the cortex scale's (``versus_cortex``)."""
-    result = run_benchmark(scale, seed=seed, keep=keep, cold_start=cold_start)
+    the cortex scale's (``versus_cortex``); ``stages``: also the time per compile stage."""
+    result = run_benchmark(scale, seed=seed, keep=keep, cold_start=cold_start, stages=stages)
     if scale == "100k":
         reference = run_benchmark("cortex", seed=seed)
         ref_p50 = reference["operations"]["compile_context"]["p50_ms"]
@@ -103,4 +106,6 @@ def report_lines(result: dict[str, Any]) -> list[str]:
             f"compile p50 vs cortex: {v['compile_p50_ratio']}x for a {v['corpus_ratio']}x "
             f"larger corpus (cortex p50 {v['cortex_compile_p50_ms']} ms)"
         )
+    if "stage_profile" in result:
+        lines += stage_lines(result["stage_profile"])
     return lines

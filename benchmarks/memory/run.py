@@ -22,6 +22,7 @@ from audit_app.findings import contradictions_audit
 from benchmarks.memory.coldstart import cold_start_measure
 from benchmarks.memory.reference import ReferenceIndex
 from benchmarks.memory.reference_load import reference_build
+from benchmarks.memory.stages import stage_profile
 from benchmarks.memory.synthetic import (
     BUDGET,
     CATEGORIES,
@@ -61,6 +62,7 @@ class _Measures:
     stale_shown: int = 0
     verified: bool = True
     reference_compliant: int = 0
+    stages: dict[str, Any] | None = None
 
     def timed(self, operation: str, fn: Callable[[], Any]) -> Any:
         elapsed, result = timed(fn)
@@ -173,8 +175,11 @@ def _project_open(label: str, seed: int, keep: bool) -> tuple[Project, bool]:
     return Project.objects.create(slug=slug, name=f"memory_benchmark {label}"), False
 
 
-def _measure(project: Project, corpus: Corpus, seed: int, show: Show, m: _Measures) -> int:
-    """Runs every measure on the loaded corpus; answers the number of compile queries."""
+def _measure(
+    project: Project, corpus: Corpus, seed: int, show: Show, m: _Measures, stages: bool
+) -> int:
+    """Runs every measure on the loaded corpus (``stages``: also the delivered compile's time
+    per stage); answers the number of compile queries."""
     scale = corpus.scale
     corpus.read_back(chains=scale.queries // 2 + 1)
     # Apart from the corpus's own: a kept corpus gets the same queries as a fresh one.
@@ -184,6 +189,8 @@ def _measure(project: Project, corpus: Corpus, seed: int, show: Show, m: _Measur
     reference = m.timed("reference_build", partial(reference_build, project))
     gc.freeze()  # the reference's dicts settled as the compiler settles its index
     _measure_compiles(project, queries, reference, show, m)
+    if stages:
+        m.stages = stage_profile(project, [query for query, _ in queries], BUDGET)
     # The yardstick is done: gone, it no longer weighs on every collection the writes, reads
     # and verification below go through (at 100k facts, verification took 1.5x as long).
     del reference
@@ -203,6 +210,7 @@ def run_benchmark(
     show_progress: bool = True,
     keep: bool = False,
     cold_start: bool = False,
+    stages: bool = False,
 ) -> dict[str, Any]:
     """Loads the corpus of ``scale`` (a named scale or a number of facts), measures it, and
     deletes it unless ``keep``. With ``cold_start``, a fresh process also compiles once over
@@ -222,7 +230,7 @@ def run_benchmark(
         # Measured as production runs: DEBUG off, so statements are not recorded in memory
         # (on SQLite the debug cursor also runs a quoting query per statement).
         with override_settings(DEBUG=False):
-            queries = _measure(project, corpus, seed, show, m)
+            queries = _measure(project, corpus, seed, show, m, stages)
         if cold_start:
             compiler_cache_clear()  # this process's index (its snapshot stays)
             question = f"what does {corpus.entities[0]} depend on"
@@ -239,6 +247,8 @@ def run_benchmark(
     report["corpus"]["reused"] = reused
     if cold is not None:
         report["cold_start"] = cold
+    if m.stages is not None:
+        report["stage_profile"] = m.stages
     return report
 
 

@@ -31,6 +31,7 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.memory_store import VISIBILITY_FILL
+from graph_app.domain.tiebreak import tie_key
 
 Arrays = dict[str, np.ndarray]
 _NO_POSITION = np.iinfo(np.int64).min
@@ -223,6 +224,7 @@ def index_restore(
     index.bm25 = _bm25_restore(meta, arrays, strings, keys, columns["tokens"])
     index.docs = dict(zip(keys, docs, strict=True))
     index._slot_docs = list(docs)
+    index._ties = [tie_key(doc) for doc in docs]
     # One (slot, salience) per document, shared by every entity it is about, as ``upsert``
     # shares it.
     items = list(zip(range(n), columns["salience"], strict=True))

@@ -33,7 +33,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from operator import itemgetter
 
 import numpy as np
 
@@ -44,7 +43,7 @@ from graph_app.domain.memory_store import MemoryStore, Visibility
 from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
 from graph_app.domain.related_terms import FIXED_TERMS, related_shares
 from graph_app.domain.termvectors import term_vectors
-from graph_app.domain.tiebreak import TieKey, tie_key
+from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import (
     identifiers,
     plain_words,
@@ -63,6 +62,8 @@ class Ranking:
     terms: tuple[str, ...] = ()
     # The related terms it was also read as, with their share of a query term's weight.
     related: tuple[tuple[str, float], ...] = ()
+    # The storage slot of each ranked item, in ``ranked``'s order.
+    slots: tuple[int, ...] = ()
 
 
 class MemoryIndex(MemoryStore):
@@ -75,6 +76,14 @@ class MemoryIndex(MemoryStore):
         for key in sorted(keep):
             other.upsert(self.docs[key])
         return other
+
+    def slot_ties(self, slots: Iterable[int]) -> list[TieKey]:
+        """The tie-break keys of the documents at ``slots`` (made when each was put)."""
+        return list(map(self._ties.__getitem__, slots))
+
+    def slot_payloads(self, slots: Iterable[int]) -> list[object]:
+        """The payloads of the documents at ``slots``."""
+        return [doc.payload for doc in map(self._slot_docs.__getitem__, slots)]  # type: ignore[union-attr]
 
     # -- ranking -------------------------------------------------------------------------
 
@@ -132,24 +141,26 @@ class MemoryIndex(MemoryStore):
         since = since_date(query) if params.before_since < 1 else None
         if since is not None:
             self._prefer_since(utility, since, params)
+        slots = self._ranked(utility, limit)
+        docs = self._slot_docs
         return Ranking(
-            ranked=self._ranked(utility, limit),
+            ranked=[(docs[s].key, utility[s]) for s in slots],  # type: ignore[union-attr]
             suppressed_stale=suppressed,
             terms=tuple(terms),
             related=shares,
+            slots=tuple(slots),
         )
 
-    def _ranked(self, utility: dict[int, float], limit: int | None) -> list[tuple[str, float]]:
-        """(key, utility) of the (``limit`` best) items with a positive utility, best first,
-        ties by ``tie_key``."""
-        docs = self._slot_docs
+    def _ranked(self, utility: dict[int, float], limit: int | None) -> list[int]:
+        """The slots of the (``limit`` best) items with a positive utility, best first, ties
+        by ``tie_key``."""
         if limit is not None and len(utility) > limit:
-            return [(docs[s].key, utility[s]) for s in self._top(utility, limit, positive=True)]  # type: ignore[union-attr]
-        ranked = [(s, u) for s, u in utility.items() if u > 0]
+            return self._top(utility, limit, positive=True)
+        ranked = [s for s, u in utility.items() if u > 0]
         # Two stable sorts: by the tie-break key, then by utility descending.
-        ranked.sort(key=lambda x: self._tie(x[0]))
-        ranked.sort(key=itemgetter(1), reverse=True)
-        return [(docs[s].key, u) for s, u in ranked]  # type: ignore[union-attr]
+        ranked.sort(key=self._ties.__getitem__)
+        ranked.sort(key=utility.__getitem__, reverse=True)
+        return ranked
 
     def _lexical(
         self, query: str, terms: list[str], params: RankParams
@@ -447,11 +458,6 @@ class MemoryIndex(MemoryStore):
         for slot, share in lent.items():
             utility[slot] = utility.get(slot, 0.0) + share
 
-    def _tie(self, slot: int) -> TieKey:
-        """The tie-break key of the document at ``slot`` (``tiebreak.tie_key``)."""
-        doc = self._slot_docs[slot]
-        return tie_key(doc) if doc is not None else (0.0, "", "")
-
     def _ordered(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
         """The first ``n`` of ``slots`` sorted by value (descending), ties by ``tie_key``: the
         order never depends on where a document happens to be stored, nor on its id."""
@@ -467,7 +473,7 @@ class MemoryIndex(MemoryStore):
         # key: only the tied documents' keys are made and compared.
         flags = np.concatenate(([False], same, [False])).astype(np.int8)
         edges = np.flatnonzero(np.diff(flags)).tolist()
-        key_of = self._tie
+        key_of = self._ties.__getitem__
         for first, last in zip(edges[::2], edges[1::2], strict=True):
             if first >= n:
                 break  # runs past the first n do not change them

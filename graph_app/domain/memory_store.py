@@ -16,7 +16,7 @@ import numpy as np
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
-from graph_app.domain.tiebreak import tie_key
+from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
 
 # Each visibility column's value for a slot that holds no document.
@@ -61,6 +61,9 @@ class MemoryStore:
         # Sentence vectors by slot, when the semantic backend is on (empty otherwise).
         self.dense = DenseColumn()
         self._slot_docs: list[MemoryDoc | None] = []
+        # Each slot's tie-break key (``tiebreak.tie_key``), made once when its document is put:
+        # sorts look it up rather than make it per comparison.
+        self._ties: list[TieKey] = []
         # The entity graph, nodes keyed by lower-cased entity id: the items about each node
         # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
         # holds its item's slot (slots are never reused): ranking checks visibility by slot.
@@ -96,7 +99,9 @@ class MemoryStore:
         self.dense.forget(slot)
         while len(self._slot_docs) <= slot:
             self._slot_docs.append(None)
+            self._ties.append(EMPTY_TIE)
         self._slot_docs[slot] = doc
+        self._ties[slot] = tie_key(doc)
         self.docs[doc.key] = doc
         self._link(doc, slot)
         if doc.stream is not None and doc.position is not None:

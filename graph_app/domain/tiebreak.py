@@ -19,6 +19,8 @@ from graph_app.domain.memory_doc import MemoryDoc
 from memoryproject.domain.canonical import canonical_json
 
 TieKey = tuple[float, str, str]
+# The key of a storage slot without a document.
+EMPTY_TIE: TieKey = (0.0, "", "")
 
 
 def content_digest(fields: dict[str, object]) -> str:

@@ -89,3 +89,27 @@ def test_sweep_measures_each_size_with_a_cold_start_and_draws_the_chart(tmp_path
     lines = svg.findall(".//{http://www.w3.org/2000/svg}polyline")
     assert len(lines) == 9  # seven latency series, two memory series
     assert not Project.objects.filter(slug__startswith="bench-").exists()
+
+
+@pytest.mark.django_db
+def test_the_stage_profile_splits_a_delivered_compile_and_counts_the_receipt_inserts():
+    with pytest.raises(CommandError, match="--keep"):
+        _run("--scale", "small", "--profile-stages")
+    # (the receipts stay with the kept corpus; the test's transaction rolls both back)
+    profile = _run("--scale", "small", "--keep", "--profile-stages")["stage_profile"]
+    assert profile["compiles"] > 0 and profile["total_p50_ms"] > 0
+    stages = profile["stages"]
+    assert set(stages) == {
+        "ranking",
+        "activation",
+        "packing",
+        "sql_reads",
+        "receipt_write",
+        "other",
+    }
+    assert stages["ranking"]["mean_ms"] > 0 and stages["packing"]["mean_ms"] > 0
+    assert stages["receipt_write"]["mean_ms"] > 0
+    assert sum(s["mean_ms"] for s in stages.values()) == pytest.approx(
+        profile["total_mean_ms"], abs=0.01
+    )
+    assert profile["receipt_inserts_per_delivery"] >= 1

@@ -9,6 +9,7 @@ minutes to load). ``--scales`` sweeps several sizes, each with a cold start in a
 and writes a log-log chart.
 
     manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N] [--keep] [--cold]
+        [--profile-stages]
     manage.py memory_benchmark --scales 1k,10k,100k [--plot FILE] [--keep] [--json]
     manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--pause S] [--json]
 
@@ -85,6 +86,12 @@ class Command(BaseCommand):
             help="--first-compile: also time an MCP first call made this many seconds after "
             "the handshake, as an agent's model reads the tools",
         )
+        parser.add_argument(
+            "--profile-stages",
+            action="store_true",
+            help="also time each query's delivered compile per stage (ranking, activation, "
+            "packing, SQL reads, receipt write); with --keep, the kept corpus holds the receipts",
+        )
         parser.add_argument("--query", default="what does it depend on")
         json_flag_add(parser)
 
@@ -107,11 +114,16 @@ class Command(BaseCommand):
             )
             render = sweep_lines
         else:
+            if options["profile_stages"] and not options["keep"]:
+                # Receipts are append-only and name the facts they delivered: a scratch
+                # project holding them could not be deleted.
+                raise CommandError("--profile-stages writes receipts: use it with --keep")
             result = memory_benchmark(
                 options["scale"],
                 seed=options["seed"],
                 keep=options["keep"],
                 cold_start=options["cold"],
+                stages=options["profile_stages"],
             )
             render = report_lines
         if options["json"]:
