@@ -7,103 +7,26 @@ are grouped by the index term the tokenizer makes of them (their Snowball stem: 
 "activities" and "active" are one term), a term's vector is the mean of its words', the table is
 centred, reduced to its main ``dim`` directions (PCA) and every vector made unit length.
 
-The forward pass is a plain numpy BERT encoder (post-layer-norm, GELU by its tanh form) over the
-model's own weights, given as a name -> array mapping (the ``model.safetensors`` of a
-sentence-transformers folder such as all-MiniLM-L6-v2). Nothing here runs when a query is
-ranked. Pure Python + numpy: no Django import.
+The forward pass is the numpy BERT encoder of ``bert.py``, the one the semantic backend runs
+(post-layer-norm, GELU in its exact erf form, as the model's ``config.json`` names it), over
+the model's own weights given as a name -> array mapping (the ``model.safetensors`` of a
+sentence-transformers model such as all-MiniLM-L6-v2), with its vocabulary from ``vocab.txt``
+or ``tokenizer.json``. The shipped table was made with GELU in its tanh approximation, before
+the two readers of the model shared one encoder, and is kept as made: a table distilled now
+from all-MiniLM-L6-v2 has the same terms and every similarity within 0.001 of it. Nothing here
+runs when a query is ranked. Pure Python + numpy: no Django import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from graph_app.domain.bert import BertEncoder, BertShape, mean_pool
 from graph_app.domain.termvectors import TermVectors
 from graph_app.domain.tokenize import STOP_WORDS, stem
-
-_SQRT_2_OVER_PI = 0.7978845608028654
-
-
-@dataclass(frozen=True)
-class BertShape:
-    hidden: int
-    layers: int
-    heads: int
-    layer_norm_eps: float = 1e-12
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, object]) -> BertShape:
-        def number(name: str) -> int:
-            value = config.get(name)
-            if not isinstance(value, int):
-                raise ValueError(f"config: {name} must be an integer")
-            return value
-
-        eps = config.get("layer_norm_eps", 1e-12)
-        return cls(
-            hidden=number("hidden_size"),
-            layers=number("num_hidden_layers"),
-            heads=number("num_attention_heads"),
-            layer_norm_eps=float(eps) if isinstance(eps, int | float) else 1e-12,
-        )
-
-
-class BertEncoder:
-    """A BERT encoder over a weight mapping, for short sequences of token ids."""
-
-    def __init__(self, weights: Mapping[str, np.ndarray], shape: BertShape) -> None:
-        self.shape = shape
-        self._w = {name: np.asarray(value, dtype=np.float32) for name, value in weights.items()}
-        # Weights saved from a BertModel are plain ("embeddings..."), from a task model
-        # prefixed ("bert.embeddings...").
-        self._prefix = "" if "embeddings.word_embeddings.weight" in self._w else "bert."
-
-    def _get(self, name: str) -> np.ndarray:
-        return self._w[self._prefix + name]
-
-    def _layer_norm(self, x: np.ndarray, name: str) -> np.ndarray:
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        normed = (x - mean) / np.sqrt(var + self.shape.layer_norm_eps)
-        return normed * self._get(f"{name}.weight") + self._get(f"{name}.bias")
-
-    def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
-        return x @ self._get(f"{name}.weight").T + self._get(f"{name}.bias")
-
-    def encode(self, ids: np.ndarray) -> np.ndarray:
-        """Hidden states (batch, length, hidden) of same-length sequences of token ids."""
-        batch, length = ids.shape
-        hidden, heads = self.shape.hidden, self.shape.heads
-        size = hidden // heads
-        x = (
-            self._get("embeddings.word_embeddings.weight")[ids]
-            + self._get("embeddings.position_embeddings.weight")[:length][None]
-            + self._get("embeddings.token_type_embeddings.weight")[0][None, None]
-        )
-        x = self._layer_norm(x, "embeddings.LayerNorm")
-        for layer in range(self.shape.layers):
-            p = f"encoder.layer.{layer}."
-
-            def split(t: np.ndarray) -> np.ndarray:
-                return t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-
-            q = split(self._dense(x, p + "attention.self.query"))
-            k = split(self._dense(x, p + "attention.self.key"))
-            v = split(self._dense(x, p + "attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(size)
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
-            x = self._layer_norm(
-                x + self._dense(context, p + "attention.output.dense"),
-                p + "attention.output.LayerNorm",
-            )
-            inner = self._dense(x, p + "intermediate.dense")
-            inner = 0.5 * inner * (1 + np.tanh(_SQRT_2_OVER_PI * (inner + 0.044715 * inner**3)))
-            x = self._layer_norm(x + self._dense(inner, p + "output.dense"), p + "output.LayerNorm")
-        return x
 
 
 def index_words(vocab: Sequence[str]) -> dict[str, list[int]]:
@@ -117,6 +40,20 @@ def index_words(vocab: Sequence[str]) -> dict[str, list[int]]:
             continue
         groups.setdefault(stem(token), []).append(token_id)
     return groups
+
+
+def tokenizer_vocab(tokenizer: Mapping[str, Any]) -> list[str]:
+    """The WordPiece vocabulary, in token id order, of a ``tokenizer.json``."""
+    model = tokenizer.get("model")
+    ids = None
+    if isinstance(model, Mapping) and model.get("type") == "WordPiece":
+        ids = model.get("vocab")
+    if not isinstance(ids, Mapping):
+        raise ValueError("tokenizer.json: a WordPiece vocabulary expected")
+    tokens = sorted(ids, key=ids.__getitem__)
+    if [ids[token] for token in tokens] != list(range(len(tokens))):
+        raise ValueError("tokenizer.json: token ids 0 to n - 1 expected")
+    return tokens
 
 
 def _batches(ids: list[int], size: int) -> Iterator[list[int]]:
@@ -139,7 +76,8 @@ def word_vectors(
     for chunk in _batches(token_ids, batch):
         n = len(chunk)
         ids = np.stack([np.full(n, cls_id), np.asarray(chunk), np.full(n, sep_id)], axis=1)
-        out[done : done + n] = encoder.encode(ids).mean(axis=1)
+        every = np.ones(ids.shape, dtype=np.float32)  # three real tokens, no padding
+        out[done : done + n] = mean_pool(encoder.encode(ids), every)
         done += n
         progress(n)
     return out

@@ -186,3 +186,31 @@ def test_distill_term_vectors_writes_a_table_from_a_model_folder(tmp_path):
     # Not a model folder: the option and what is missing are named.
     with pytest.raises(CommandError, match=r"--model: .* has no config\.json"):
         _run("distill_term_vectors", "--model", str(tmp_path), "--out", str(out))
+
+
+def test_distill_term_vectors_reads_a_zipped_model_with_a_tokenizer_file(tmp_path):
+    import zipfile
+
+    from safetensors.numpy import save
+
+    from graph_app.domain.termvectors import TermVectors
+    from tests.unit.test_distill import CONFIG, SHAPE, VOCAB, _weights
+
+    tokenizer = {"model": {"type": "WordPiece", "vocab": {t: i for i, t in enumerate(VOCAB)}}}
+    model = tmp_path / "model.zip"
+    with zipfile.ZipFile(model, "w") as archive:  # as the semantic backend's package zips it
+        archive.writestr("config.json", json.dumps({**CONFIG, "model_type": "bert"}))
+        archive.writestr("tokenizer.json", json.dumps(tokenizer))
+        archive.writestr("model.safetensors", save(_weights(SHAPE, len(VOCAB))))
+    out = tmp_path / "table.npz"
+    report = json.loads(
+        _run("distill_term_vectors", "--model", str(model), "--out", str(out), "--json")
+    )
+    assert report["terms"] == 4 and report["words"] == 6
+    assert TermVectors.load(out).terms == ["activ", "dog", "puppi", "spain"]
+    # A zip without the weights: named as a folder's would be.
+    with zipfile.ZipFile(model, "w") as archive:
+        archive.writestr("config.json", json.dumps({**CONFIG, "model_type": "bert"}))
+        archive.writestr("tokenizer.json", json.dumps(tokenizer))
+    with pytest.raises(CommandError, match=r"--model: .* has no model\.safetensors"):
+        _run("distill_term_vectors", "--model", str(model), "--out", str(out))

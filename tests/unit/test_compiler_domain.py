@@ -37,6 +37,7 @@ MINE = [
     "render",
     "termvectors",
     "distill",
+    "bert",
 ]
 
 

@@ -1,12 +1,16 @@
-"""The related-terms table is distilled by a plain numpy BERT encoder: checked on a small random
-model against the definition of each step, not against a stored result."""
+"""The related-terms table is distilled by the numpy BERT encoder the semantic backend runs
+(graph_app/domain/bert.py): checked on a small random model against the definition of each
+step, not against a stored result."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
-from graph_app.domain.distill import BertEncoder, BertShape, distill, index_words, term_table
+from graph_app.domain.bert import BertEncoder, BertShape, gelu, mean_pool
+from graph_app.domain.distill import distill, index_words, term_table, tokenizer_vocab
 from graph_app.domain.termvectors import TermVectors
 
 VOCAB = [
@@ -85,6 +89,18 @@ def test_encoder_layers_follow_bert():
     # A task model's prefixed weights read the same.
     prefixed = BertEncoder({f"bert.{k}": v for k, v in weights.items()}, SHAPE)
     assert np.allclose(prefixed.encode(ids), out)
+    # Padding masked out changes no real token's state, and pooling skips it.
+    padded = np.array([[2, 9, 3, 0, 0]])
+    mask = np.array([[1, 1, 1, 0, 0]], dtype=np.float32)
+    states = encoder.encode(padded, mask)
+    assert np.allclose(states[0, :3], out[0], atol=1e-5)
+    assert np.allclose(mean_pool(states, mask)[0], out[0].mean(0), atol=1e-5)
+
+
+def test_gelu_is_the_exact_form():
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0], dtype=np.float32)
+    exact = [0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.tolist()]
+    assert np.allclose(gelu(x), exact, atol=1e-6)
 
 
 def test_distilled_table_is_one_unit_vector_per_term_and_reproducible():
@@ -132,6 +148,18 @@ def test_table_round_trips_through_its_file(tmp_path):
 def test_config_must_give_the_encoder_shape():
     with pytest.raises(ValueError, match="hidden_size"):
         BertShape.from_config({"num_hidden_layers": 2, "num_attention_heads": 4})
+    # Another activation than the exact GELU is refused, not approximated.
+    with pytest.raises(ValueError, match="hidden_act"):
+        BertShape.from_config({**CONFIG, "hidden_act": "gelu_new"})
+
+
+def test_the_vocabulary_is_read_from_a_tokenizer_file():
+    tokenizer = {"model": {"type": "WordPiece", "vocab": {"b": 1, "a": 2, "[PAD]": 0}}}
+    assert tokenizer_vocab(tokenizer) == ["[PAD]", "b", "a"]
+    with pytest.raises(ValueError, match="0 to n - 1"):
+        tokenizer_vocab({"model": {"type": "WordPiece", "vocab": {"a": 1}}})
+    with pytest.raises(ValueError, match="WordPiece"):
+        tokenizer_vocab({"model": {"type": "BPE", "vocab": {"a": 0}}})
 
 
 def test_a_table_takes_its_terms_sorted_and_once():

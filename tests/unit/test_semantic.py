@@ -1,5 +1,5 @@
-"""The numpy sentence encoder (graph_app/domain/semantic.py): the model's published similarities,
-padding that changes nothing, and an exact GELU."""
+"""The numpy sentence encoder (graph_app/domain/semantic.py over graph_app/domain/bert.py): the
+model's published similarities, padding that changes nothing, and an exact GELU."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from graph_app.domain import semantic
+from graph_app.domain.bert import erf
 
 needs_model = pytest.mark.skipif(
     not semantic.available(),
@@ -19,8 +20,8 @@ needs_model = pytest.mark.skipif(
 def test_erf_is_exact_to_float32():
     x = np.linspace(-6, 6, 20_001, dtype=np.float32)
     expected = np.array([math.erf(float(v)) for v in x])
-    assert np.abs(semantic.erf(x) - expected).max() < 1e-6
-    assert semantic.erf(np.zeros(1, dtype=np.float32))[0] == 0.0
+    assert np.abs(erf(x) - expected).max() < 1e-6
+    assert erf(np.zeros(1, dtype=np.float32))[0] == 0.0
 
 
 @needs_model
