@@ -31,15 +31,24 @@ BUDGET = 800
 TIMEOUT_SECONDS = 1800
 
 
+def memory_of(pid: int) -> dict[str, float]:
+    """RSS and PSS of process ``pid`` in MiB (``/proc/<pid>/smaps_rollup``; empty if gone)."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return {}
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss"):
+            found[f"{name.lower()}_mb"] = round(int(rest.split()[0]) / 1024, 1)
+    return found
+
+
 def rss_mb() -> float:
     """Resident memory of this process in MiB (Linux /proc; else the peak, from getrusage)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = memory_of(os.getpid()).get("rss_mb")
+    return rss if rss is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _ms_since(start: float) -> float:

@@ -29,26 +29,12 @@ from typing import Any
 
 from django.conf import settings
 
-from benchmarks.memory.coldstart import database_url
+from benchmarks.memory.coldstart import database_url, memory_of
 from memoryproject.models import Scope
 from memoryproject.services import api_key_create
 
 TIMEOUT_SECONDS = 300.0
 POLL_SECONDS = 0.02
-
-
-def memory_of(pid: int) -> dict[str, float]:
-    """RSS and PSS of process ``pid`` in MiB (``/proc/<pid>/smaps_rollup``; empty if gone)."""
-    try:
-        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return {}
-    found: dict[str, float] = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(":")
-        if name in ("Rss", "Pss"):
-            found[f"{name.lower()}_mb"] = round(int(rest.split()[0]) / 1024, 1)
-    return found
 
 
 def cpu_ms(pid: int) -> float:
