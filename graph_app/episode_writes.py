@@ -11,6 +11,7 @@ from graph_app.domain.records import sha256_of
 from graph_app.entity_writes import entity_ids_ensure
 from graph_app.graph_writes import GraphWrite, graph_write, record_id_new
 from graph_app.models import ChangeAction, Episode, EpisodeFile, RecordType
+from graph_app.quarantine_holds import written_hold
 from graph_app.record_canonical import EPISODE_VALUE_FIELDS, episode_canonical_of, instance_row
 from graph_app.record_views import episode_view
 from graph_app.write_screening import episode_screen
@@ -18,7 +19,6 @@ from memoryproject import sql
 from memoryproject.contracts import takes
 from memoryproject.errors import ConflictError
 from memoryproject.models import Project
-from memoryproject.quarantine import record_hold
 from memoryproject.screening import screening_out
 from memoryproject.timeutil import utcnow
 
@@ -46,14 +46,7 @@ def episode_record(*, project: Project, params: EpisodeRecordInput) -> EpisodeRe
             return episode_view(existing, EpisodeRecordResult, created=False, screening=report)
         episode = _episode_insert(write, params)
         answer = episode_view(episode, EpisodeRecordResult, created=True, screening=report)
-        record_hold(
-            project=project,
-            kind="episode",
-            item_id=answer.id,
-            sha256=answer.sha256,
-            flags=screened.flagged,
-            record=answer.as_json(),
-        )
+        written_hold(project=project, kind="episode", written=answer, flags=screened.flagged)
         return answer
 
 

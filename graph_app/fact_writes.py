@@ -25,6 +25,7 @@ from graph_app.domain.supersession import ChainFact, Placement, place_fact
 from graph_app.entity_writes import entity_ensure, entity_exists
 from graph_app.graph_writes import GraphWrite, graph_write, record_id_new
 from graph_app.models import ChangeAction, Entity, Episode, RecordType, TemporalFact
+from graph_app.quarantine_holds import written_hold
 from graph_app.record_canonical import (
     FACT_RELATED,
     FACT_VALUE_FIELDS,
@@ -37,7 +38,6 @@ from memoryproject import sql
 from memoryproject.contracts import takes
 from memoryproject.errors import ConflictError, NotFoundError, validation_error
 from memoryproject.models import Project
-from memoryproject.quarantine import record_hold
 from memoryproject.screening import screening_out
 from memoryproject.timeutil import utcnow
 
@@ -109,13 +109,8 @@ def fact_upsert(*, project: Project, params: FactUpsertInput) -> FactUpsertResul
         with graph_write(project) as write:
             placed = _fact_place(write, params=params)
             if placed.created:
-                record_hold(
-                    project=project,
-                    kind="fact",
-                    item_id=placed.fact.id,
-                    sha256=placed.fact.sha256,
-                    flags=screened.flagged,
-                    record=placed.fact.as_json(),
+                written_hold(
+                    project=project, kind="fact", written=placed.fact, flags=screened.flagged
                 )
             return FactUpsertResult(
                 fact=placed.fact,

@@ -4,10 +4,10 @@
 module add its tools, resources and prompts through `register(server)` (found at run time, so
 this module imports no app). A tool is declared with `add_tool` from the same `Operation` as
 its REST twin: the operation's input model is the tool's argument schema and its output model
-the structured content. Everything here is glue every adapter shares: the
-call guard (database connections closed around each call, domain errors turned into tool
-errors the agent can read, crashes logged to stderr), the identity of a call and its project,
-and the name the client gave in `initialize`. Tools never hold logic of their own.
+the structured content; a prompt with `add_prompt`. Everything here is glue every adapter
+shares: the call guard (database connections closed around each call, domain errors turned into
+tool errors the agent can read, crashes logged to stderr), the identity of a call and its
+project, and the name the client gave in `initialize`. Tools never hold logic of their own.
 
 Every call acts as an identity, with the same rules as REST (memoryproject.projects): over
 streamable HTTP the API key of the request (``Authorization: Bearer``, checked by the SDK
@@ -19,13 +19,14 @@ local ``--project P --scope S``). Receipts record that identity in ``client`` an
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from django.apps import apps
 from django.db import close_old_connections, connections
@@ -71,6 +72,7 @@ Every call acts on your identity's default project unless you pass `project`."""
 _client_name: ContextVar[str] = ContextVar("memoryproject_mcp_client", default=UNKNOWN_CLIENT)
 
 T = TypeVar("T")
+P = ParamSpec("P")
 O = TypeVar("O", bound=Output)  # noqa: E741
 
 # What a tool does to the world, as clients show it. Plans and loads write a receipt, so even
@@ -347,6 +349,24 @@ def prompt_render(name: str, call: Callable[[], T]) -> T:
         except Exception:
             logger.exception("MCP prompt %s failed", name)
             raise
+
+
+def add_prompt(
+    server: MemoryServer, *, name: str, title: str, description: str
+) -> Callable[[Callable[P, str]], Callable[P, str]]:
+    """Registers the decorated function as the prompt ``name``: its parameters are the
+    prompt's arguments and the text it answers the one user message, run as
+    ``prompt_render`` runs a prompt body."""
+
+    def register(text: Callable[P, str]) -> Callable[P, str]:
+        @functools.wraps(text)
+        def message(*args: P.args, **kwargs: P.kwargs) -> str:
+            return prompt_render(name, lambda: text(*args, **kwargs))
+
+        server.prompt(name=name, title=title, description=description)(message)
+        return text
+
+    return register
 
 
 def build_server(

@@ -4,11 +4,10 @@ any delivery."""
 
 from typing import Annotated
 
-from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
 from graph_app.mcp_tools.compile import prompt_with_memory
-from memoryproject.mcp import MemoryServer, prompt_render
+from memoryproject.mcp import MemoryServer, add_prompt
 from sessions_app.mcp_tools import render_load
 from sessions_app.session_memory import session_load
 
@@ -44,7 +43,8 @@ def _resume_message(server: MemoryServer, project: str | None) -> str:
 
 
 def _register_resume(server: MemoryServer) -> None:
-    @server.prompt(
+    @add_prompt(
+        server,
         name="session-resume",
         title="Resume the last session",
         description=(
@@ -58,7 +58,5 @@ def _register_resume(server: MemoryServer) -> None:
             str | None,
             Field(description="Project slug; omit for your default project."),
         ] = None,
-    ) -> list[UserMessage]:
-        return [
-            UserMessage(prompt_render("session-resume", lambda: _resume_message(server, project)))
-        ]
+    ) -> str:
+        return _resume_message(server, project)

@@ -8,7 +8,6 @@ The tool is built from the same operation as ``POST /v1/graph/compile``
 from collections.abc import Callable
 from typing import Annotated
 
-from mcp.server.mcpserver.prompts.base import UserMessage
 from pydantic import Field
 
 from graph_app.compiler import context_compile
@@ -17,7 +16,7 @@ from graph_app.delivery import delivery_receipt
 from graph_app.operations import CONTEXT_COMPILE
 from graph_app.quarantine_holds import deliveries_held
 from memoryproject.domain.screening import text_mask
-from memoryproject.mcp import WRITE, MemoryServer, add_tool, prompt_render
+from memoryproject.mcp import WRITE, MemoryServer, add_prompt, add_tool
 from memoryproject.writes import write_transaction
 
 # The prompts' budget: a briefing is read by the agent before it starts, so it may be longer
@@ -82,20 +81,15 @@ def prompt_with_memory(
     return text
 
 
-def _memory_prompt(
-    server: MemoryServer, name: str, *, query: str, lead: str, nothing: str
-) -> list[UserMessage]:
-    """The prompt ``name``: ``lead``, then the memory compiled for ``query`` (``nothing`` when
-    none matched), receipted by ``prompt_with_memory``."""
-
-    def frame(markdown: str) -> str:
-        return lead + (markdown or nothing)
-
-    return [UserMessage(prompt_render(name, lambda: prompt_with_memory(server, query, frame)))]
+def _memory_text(server: MemoryServer, *, query: str, lead: str, nothing: str) -> str:
+    """``lead``, then the memory compiled for ``query`` (``nothing`` when none matched),
+    receipted by ``prompt_with_memory``."""
+    return prompt_with_memory(server, query, lambda markdown: lead + (markdown or nothing))
 
 
 def _register_briefing(server: MemoryServer) -> None:
-    @server.prompt(
+    @add_prompt(
+        server,
         name="architecture-briefing",
         title="Architecture briefing",
         description=(
@@ -107,11 +101,10 @@ def _register_briefing(server: MemoryServer) -> None:
         component: Annotated[
             str, Field(description="Component, module or entity id, e.g. auth_service.")
         ],
-    ) -> list[UserMessage]:
+    ) -> str:
         component = text_mask(component)[0]  # never a secret in the prompt or its receipt
-        return _memory_prompt(
+        return _memory_text(
             server,
-            "architecture-briefing",
             query=f"{component} architecture decision design invariant depends_on uses",
             lead=f"Brief me on the architecture of `{component}`: what it is, what it depends "
             "on, the decisions that shaped it and the invariants it must keep. Use only the "
@@ -121,7 +114,8 @@ def _register_briefing(server: MemoryServer) -> None:
 
 
 def _register_bug_context(server: MemoryServer) -> None:
-    @server.prompt(
+    @add_prompt(
+        server,
         name="bug-investigation-context",
         title="Bug investigation context",
         description=(
@@ -131,11 +125,10 @@ def _register_bug_context(server: MemoryServer) -> None:
     )
     def bug_investigation_context(
         symptom: Annotated[str, Field(description="The observed symptom or error message.")],
-    ) -> list[UserMessage]:
+    ) -> str:
         symptom = text_mask(symptom)[0]  # never a secret in the prompt or its receipt
-        return _memory_prompt(
+        return _memory_text(
             server,
-            "bug-investigation-context",
             query=f"{symptom} bug root cause incident invariant",
             lead=f"Investigate this symptom: {symptom}\n\nBefore changing code, check the "
             "memory below for earlier root causes, incidents and invariants of the "
