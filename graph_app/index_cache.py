@@ -33,7 +33,13 @@ from graph_app.index_selectors import (
     episode_rows_changed_since,
     fact_rows_changed_since,
 )
-from graph_app.snapshot import GraphHead, snapshot_forget, snapshot_read, snapshot_write
+from graph_app.snapshot import (
+    GraphHead,
+    MappedSnapshot,
+    snapshot_forget,
+    snapshot_read,
+    snapshot_write,
+)
 from memoryproject.models import Project
 from memoryproject.tokens import tokens_warm
 
@@ -55,10 +61,17 @@ class ProjectIndex:
         self.restored = -1
         # The graph's head when the index last caught up with it (None: not yet).
         self.head: GraphHead | None = None
+        # The snapshot file a restored index reads its columns from (None: built from the rows).
+        self.source: MappedSnapshot | None = None
 
     def refresh(self, project: Project) -> int:
         """Brings the index up to the project's current revision; answers that revision. A new
         process starts from the project's snapshot when it still describes the graph."""
+        if self.source is not None and not self.source.unchanged():
+            # The snapshot file was written in place since it was verified: its columns are no
+            # longer the ones signed. Start over from the rows.
+            log.warning("compiler index snapshot of project %s changed: rebuilt", project.slug)
+            self._start_over()
         if self.revision < 0:
             self._restore(project)
         head = graph_head(project)
@@ -68,7 +81,7 @@ class ProjectIndex:
         ):
             # The graph went back in time (a restored backup, a rolled-back write), perhaps
             # moving on since to the same revision with other rows: start over.
-            self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
+            self._start_over()
         self.head = head
         if current == self.revision:
             self._embed()
@@ -97,11 +110,16 @@ class ProjectIndex:
             self._save(project)
         return current
 
+    def _start_over(self) -> None:
+        self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
+        self.source = None
+
     def _restore(self, project: Project) -> None:
         snapshot = snapshot_read(project.pk)
         if snapshot is None or not graph_head_reached(project=project, head=snapshot.head):
             return
         self.index, self.max_recorded = snapshot.index, snapshot.max_recorded
+        self.source = snapshot.source
         self.revision = self.restored = snapshot.head.revision
         self.head = snapshot.head
         _settle()

@@ -24,7 +24,6 @@ snapshots.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import hmac
 import logging
@@ -44,17 +43,14 @@ from graph_app.domain.index_columns import index_columns, index_restore
 from graph_app.domain.index_items import ITEM_COLUMNS
 from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.snapshot_file import snapshot_file_read, snapshot_file_write
-from memoryproject.collector import collector_paused
 from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
 
-# Every page of a snapshot is read by its signature check: faulted in at once when mapped.
-_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
-
 # 4: each document carries its content digest (the tie-break of graph_app.domain.tiebreak),
-# each fact item its nominal tokens.
-FORMAT = 4
+# each fact item its nominal tokens. 5: strings end at byte offsets, postings runs ascending
+# (read in place).
+FORMAT = 5
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (
     "graph_app.index_cache",
@@ -70,6 +66,8 @@ INDEX_MODULES = (
     "graph_app.domain.profiles",
     "graph_app.domain.index_columns",
     "graph_app.domain.index_items",
+    "graph_app.domain.stored_columns",
+    "graph_app.domain.postings",
     "graph_app.domain.snapshot_file",
     "graph_app.snapshot",
     "memoryproject.domain.screening",
@@ -98,6 +96,8 @@ class Snapshot:
     index: MemoryIndex
     # the latest recording time of a document the index has seen (POSIX seconds)
     max_recorded: float
+    # the mapped file the index reads its columns from
+    source: MappedSnapshot
 
 
 def snapshot_dir() -> Path | None:
@@ -172,17 +172,36 @@ def _file_state(fd: int) -> tuple[int, ...]:
     return (state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns)
 
 
+class MappedSnapshot:
+    """The open snapshot file a restored index reads its columns from, for as long as the index
+    lives. Snapshots are replaced by renaming a new file into place, never written in place, so
+    the mapped file stays as it was verified; ``unchanged`` tells whether it still is (someone
+    writing it in place would change its state), which each refresh checks before reading."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._state = _file_state(fd)
+
+    def unchanged(self) -> bool:
+        try:
+            return _file_state(self._fd) == self._state
+        except OSError:
+            return False
+
+    def __del__(self) -> None:
+        os.close(self._fd)
+
+
 def snapshot_read(project_pk: int) -> Snapshot | None:
     """The stored snapshot of one project's index when it is whole, signed by this deployment
     and built by this code; None otherwise (the caller rebuilds).
 
-    The file is mapped, not read: the signature check reads each page once from the page cache,
-    the restore reads the arrays from the same pages, and no copy of the file is made in
-    memory. Nothing of the map outlives the restore (the index owns its objects and arrays; the
-    map is closed, and a restored array still viewing it is refused). Snapshots are replaced
-    by renaming a new file into place, never written in place: a file whose state changed
-    between the map and the end of the restore (written in place by someone else) is ignored,
-    since its verified bytes may not be the ones restored."""
+    The file is mapped, read-only and private, not read: the signature check reads each page
+    once, then the pages are let go, and the index reads its columns in place from the map
+    (``domain/stored_columns.py``), each page faulted in again when a request reaches it. Worker
+    processes mapping the same file share its pages. A file whose state changed between the map
+    and the end of the restore is ignored; later, ``Snapshot.source.unchanged`` says whether it
+    still holds the bytes verified."""
     path = snapshot_path(project_pk)
     if path is None:
         return None
@@ -193,31 +212,23 @@ def snapshot_read(project_pk: int) -> Snapshot | None:
     except OSError as exc:
         log.warning("compiler index snapshot %s unreadable: %s", path.name, exc)
         return None
+    source = MappedSnapshot(fd)
     try:
-        state = _file_state(fd)
         # Private and read-only: this process can neither write the file nor its own copy.
-        mapped = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE | _MAP_POPULATE, prot=mmap.PROT_READ)
+        mapped = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
     except (OSError, ValueError) as exc:  # not a regular file, an empty one
-        os.close(fd)
         log.warning("compiler index snapshot %s unreadable: %s", path.name, exc)
         return None
-    try:
-        snapshot = _snapshot_restore(mapped, path, project_pk)
-        if snapshot is not None and _file_state(fd) != state:
-            log.warning("compiler index snapshot %s ignored: changed while read", path.name)
-            snapshot = None
-    finally:
-        os.close(fd)
-    try:
-        mapped.close()
-    except BufferError:  # an array still views the file (unmapped once it is gone)
-        if snapshot is not None:  # the index must own its data
-            log.warning("compiler index snapshot %s ignored: the index views it", path.name)
+    snapshot = _snapshot_restore(mapped, path, project_pk, source)
+    if snapshot is not None and not source.unchanged():
+        log.warning("compiler index snapshot %s ignored: changed while read", path.name)
         return None
     return snapshot
 
 
-def _snapshot_restore(mapped: mmap.mmap, path: Path, project_pk: int) -> Snapshot | None:
+def _snapshot_restore(
+    mapped: mmap.mmap, path: Path, project_pk: int, source: MappedSnapshot
+) -> Snapshot | None:
     try:
         header, arrays = snapshot_file_read(mapped, key=snapshot_key())
     except Exception as exc:  # SnapshotRefused, or anything a forged file could still cause
@@ -234,17 +245,16 @@ def _snapshot_restore(mapped: mmap.mmap, path: Path, project_pk: int) -> Snapsho
         revision, changes, head_hash = header["head"]
         head = GraphHead(revision=int(revision), changes=int(changes), head_hash=str(head_hash))
         (max_recorded,) = arrays["max_recorded"].tolist()
-        # A million objects: the collector would scan them over and over while they are made.
-        with collector_paused():
-            index = index_restore(header["index"], arrays, ITEM_COLUMNS)
-            # Out of the collector's generations before it resumes, whose first collection
-            # would scan every object just made: they hold no cycles, and the compiler keeps
-            # the index for the life of the process (and settles it so anyway).
-            gc.freeze()
+        index = index_restore(header["index"], arrays, ITEM_COLUMNS)
     except Exception as exc:  # a signed file that does not load: ignore it, never fail a compile
         log.warning("compiler index snapshot %s ignored: %s", path.name, exc)
         return None
-    return Snapshot(head=head, index=index, max_recorded=float(max_recorded))
+    # Every page was read by the signature check and the column checks: they go back to the page
+    # cache, each faulted in again when a request reaches it.
+    mapped.madvise(mmap.MADV_DONTNEED)
+    # Requests read a few strings here and there: no read-ahead around them.
+    mapped.madvise(mmap.MADV_RANDOM)
+    return Snapshot(head=head, index=index, max_recorded=float(max_recorded), source=source)
 
 
 def snapshot_forget(project_pk: int) -> None:

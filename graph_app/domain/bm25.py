@@ -21,6 +21,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from graph_app.domain.postings import Postings
+from graph_app.domain.stored_columns import Slots
+
 K1 = 1.5
 B = 0.75
 EPSILON = 0.25
@@ -64,9 +67,9 @@ class BM25Index:
         self._keys: list[str | None] = []
         # Each document's tokens as given (the caller's tuple, shared, not copied): term
         # frequencies are counted again only when a document is replaced.
-        self._doc_tokens: list[Sequence[str]] = []
+        self._doc_tokens: Slots[Sequence[str]] = list[Sequence[str]]()
         self._doc_len: list[int] = []
-        self._postings: dict[str, dict[int, int]] = {}
+        self._postings = Postings()
         self._total_len = 0
         self._dirty = True
         self._idf: dict[str, float] = {}
@@ -74,7 +77,6 @@ class BM25Index:
         self._doc_len_array = np.zeros(0)
         # Each document's length normalisation by ``b`` (the index's, or a query's own).
         self._norms: dict[float, np.ndarray] = {}
-        self._posting_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Per term: its documents' slots and the term's BM25 score in each, valid until the
         # document set changes (the IDF and the length normalisation move then).
         self._contributions: dict[tuple[str, float], tuple[np.ndarray, np.ndarray]] = {}
@@ -125,19 +127,13 @@ class BM25Index:
         self._doc_len[slot] = len(tokens)
         self._total_len += len(tokens)
         for term, tf in terms.items():
-            self._postings.setdefault(term, {})[slot] = tf
-            self._posting_arrays.pop(term, None)
+            self._postings.add(term, slot, tf)
         self._dirty = True
         return slot
 
     def _unindex(self, slot: int) -> None:
         for term in set(self._doc_tokens[slot]):
-            posting = self._postings.get(term)
-            if posting is not None:
-                posting.pop(slot, None)
-                if not posting:
-                    del self._postings[term]
-            self._posting_arrays.pop(term, None)
+            self._postings.remove(term, slot)
         self._total_len -= self._doc_len[slot]
         self._doc_len[slot] = 0
         self._dirty = True
@@ -158,7 +154,7 @@ class BM25Index:
         self._norms = {}
         self._idf = okapi_idf(
             n_docs,
-            {term: len(self._postings[term]) for term in sorted(self._postings)},
+            {term: self._postings.frequency(term) for term in sorted(self._postings.terms())},
             self.epsilon,
         )
         self._dirty = False
@@ -167,25 +163,14 @@ class BM25Index:
 
     def document_frequency(self, term: str) -> int:
         """How many documents hold ``term`` (0: the index does not know it)."""
-        return len(self._postings.get(term, ()))
+        return self._postings.frequency(term)
 
     def idf(self, term: str) -> float:
         self._refresh()
         return self._idf.get(term, 0.0)
 
     def _posting_array(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        cached = self._posting_arrays.get(term)
-        if cached is None:
-            posting = self._postings.get(term)
-            if not posting:
-                return None
-            slots = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tfs = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
-            # Slots ascending: ``term_scores`` looks documents up by binary search.
-            order = np.argsort(slots)
-            cached = (slots[order], tfs[order])
-            self._posting_arrays[term] = cached
-        return cached
+        return self._postings.run(term)
 
     def _norm(self, b: float | None) -> np.ndarray:
         """k1 x (1 - b + b x length / average length) per slot, for the index's ``b`` or another
@@ -267,10 +252,10 @@ class BM25Index:
     def smooth_idf(self, term: str) -> float:
         """Always-positive IDF, log(1 + (N - df + 0.5) / (df + 0.5)): Okapi's IDF is zero for a
         term in half of the documents, which in a small project is most terms."""
-        posting = self._postings.get(term)
-        if not posting:
+        df = self._postings.frequency(term)
+        if not df:
             return 0.0
-        n_docs, df = len(self._slot_of), len(posting)
+        n_docs = len(self._slot_of)
         return math.log1p((n_docs - df + 0.5) / (df + 0.5))
 
     def matched_weight(self, query: Sequence[str]) -> np.ndarray:
@@ -294,7 +279,7 @@ class BM25Index:
         order, so equal to the float). None past ``MATCH_TERMS_MAX`` terms: the table would
         outgrow the corpus."""
         self._refresh()
-        terms = [t for t in sorted(set(query)) if self._postings.get(t)]
+        terms = [t for t in sorted(set(query)) if self._postings.frequency(t)]
         if len(terms) > MATCH_TERMS_MAX:
             return None
         mask = np.zeros(len(self._keys), dtype=np.uint16)

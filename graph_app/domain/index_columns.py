@@ -3,14 +3,17 @@ compiler's index snapshot (``snapshot_file.py`` stores the columns).
 
 Each document is one row of fixed columns; a tuple of strings (tokens, entities, mentions, title
 terms) is a run of string numbers with its end offset; None is -1 (or a sentinel number). The
-BM25 postings, the entity tables and the streams are stored as they stand, each entry by its
-document's slot (the key and the (slot, salience) of an entry are its document's, as
-``MemoryIndex.upsert`` links them); the rest (the key and slot maps, document lengths,
-visibility columns) is derived from the documents as ``upsert`` derives it. A restored index holds exactly
-the state of the one written (``tests/unit/test_snapshot_format.py`` compares every attribute),
-and nothing read can be anything but a string, a number or a tuple of them. Lookups run over
-whole columns (numpy, ``map``) rather than value by value: at 110,000 documents the restore
-takes about as long as unpickling the same index did.
+BM25 postings (each term's slots ascending), the entity tables and the streams are stored as
+they stand, each entry by its document's slot (the key and the (slot, salience) of an entry are
+its document's, as ``MemoryIndex.upsert`` links them); the rest (the key and slot maps, document
+lengths, visibility columns) is derived from the documents as ``upsert`` derives it.
+
+A restored index reads the columns in place (``stored_columns.py``): the restore checks every
+column and makes only the key map, the document lengths, the visibility columns and the names of
+the tables' nodes; a document, its item, a term's postings or an entity's items are made when a
+request reaches them. It holds exactly the state of the one written
+(``tests/unit/test_snapshot_format.py`` compares every attribute), and nothing read can be
+anything but a string, a number or a tuple of them.
 
 This module and ``memory_store.py``/``bm25.py`` are the ones that know the index's attributes: a
 new attribute there is written and restored here. Pure Python + numpy: no Django import.
@@ -19,8 +22,8 @@ new attribute there is written and restored here. Pure Python + numpy: no Django
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 from typing import Any, cast
@@ -31,11 +34,15 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.memory_store import VISIBILITY_FILL
-from graph_app.domain.tiebreak import tie_key
+from graph_app.domain.postings import Postings
+from graph_app.domain.stored_columns import Runs, SlotList, StoredStrings, StoredTable
+from graph_app.domain.tiebreak import TieKey
 
 Arrays = dict[str, np.ndarray]
 _NO_POSITION = np.iinfo(np.int64).min
-_DOC_FIELDS = tuple(f.name for f in fields(MemoryDoc))
+#: Documents a restored index keeps once made (the ones requests reach most); the rest are
+#: made again from the columns when reached.
+DOCS_KEPT = 16384
 
 
 class StringTable:
@@ -61,64 +68,24 @@ class StringTable:
         return self.ids(chain.from_iterable(listed)), ends
 
     def columns(self) -> Arrays:
-        """The strings as one UTF-8 text, separated by NUL, and each one's end in it (in
-        characters): split at once when no string holds a NUL, cut at the ends when one does."""
+        """The strings as one UTF-8 text and each one's end in it (in bytes): a reader decodes
+        the one it needs (``StoredStrings``)."""
         found = list(self._ids)[1:]
         if not set(map(type, found)) <= {str}:
             raise TypeError("a column holds a value that is not a string")
-        strings = cast(list[str], found)
-        ends = np.cumsum(np.fromiter(map(len, strings), dtype=np.int64) + 1) - 1
-        text = "\0".join(strings).encode("utf-8", "surrogatepass")
+        encoded = [text.encode("utf-8", "surrogatepass") for text in cast(list[str], found)]
+        ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
+        text = b"".join(encoded)
         return {"strings.text": np.frombuffer(text, dtype=np.uint8), "strings.ends": ends}
-
-
-def spans(ends: list[int], gap: int = 0) -> Iterator[tuple[int, int]]:
-    """(start, end) of each run from the runs' ends, ``gap`` apart."""
-    return zip([0, *(end + gap for end in ends)], ends, strict=False)
-
-
-def strings_read(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The table ``StringTable.columns`` wrote, with None after its last string (the number
-    -1 reads as None): an array of objects in memory, to look many numbers up at once."""
-    text = arrays["strings.text"].tobytes().decode("utf-8", "surrogatepass")
-    column = arrays["strings.ends"]
-    table = np.empty(len(column) + 1, dtype=object)
-    parts = text.split("\0")
-    if len(parts) == len(column):
-        table[:-1] = parts
-        return table
-    # A string holds a NUL (or the table is empty): cut the text at the ends.
-    if len(column) and (column[-1] != len(text) or column[0] < 0 or (np.diff(column) <= 0).any()):
-        raise ValueError("strings: ends do not match the text")
-    table[:-1] = [text[a:b] for a, b in spans(column.tolist(), gap=1)]
-    return table
-
-
-def strings_at(strings: np.ndarray, ids: np.ndarray) -> list[str | None]:
-    """The strings numbered ``ids`` in the table of ``strings_read`` (-1: None)."""
-    if len(ids) and (int(ids.min()) < -1 or int(ids.max()) >= len(strings) - 1):
-        raise ValueError("a string number past the table")
-    found: list[str | None] = strings[ids].tolist()
-    return found
-
-
-def runs_read(strings: np.ndarray, ids: np.ndarray, ends: np.ndarray) -> list[tuple[str, ...]]:
-    """The tuples of strings ``StringTable.runs`` wrote."""
-    if len(ids) and int(ids.min()) < 0:
-        raise ValueError("a run holds no string")
-    flat = cast(list[str], strings_at(strings, ids))
-    bounds = ends.tolist()
-    if bounds and bounds[-1] != len(flat):
-        raise ValueError("a run ends past its strings")
-    return [tuple(flat[a:b]) for a, b in spans(bounds)]
 
 
 @dataclass(frozen=True)
 class PayloadColumns:
-    """How the documents' payloads (the caller's own values) become columns and back."""
+    """How the documents' payloads (the caller's own values) become columns, and the columns
+    a payload per slot (checked when read, each payload made when asked for)."""
 
     write: Callable[[Sequence[object], StringTable], Arrays]
-    read: Callable[[Mapping[str, np.ndarray], np.ndarray], list[object]]
+    read: Callable[[Mapping[str, np.ndarray], StoredStrings, int], Callable[[int], object]]
 
 
 def _table_write(strings: StringTable, name: str, table: Mapping[str, Iterable[int]]) -> Arrays:
@@ -132,19 +99,36 @@ def _table_write(strings: StringTable, name: str, table: Mapping[str, Iterable[i
     }
 
 
+@dataclass(frozen=True)
+class _StoredRuns:
+    """A table ``_table_write`` wrote, checked: its nodes, their runs' ends, and the slots."""
+
+    nodes: list[str]
+    ends: list[int]
+    slots: np.ndarray
+
+
 def _table_read(
-    strings: np.ndarray, arrays: Mapping[str, np.ndarray], name: str, n: int
-) -> tuple[list[str], Iterator[tuple[int, int]], list[int]]:
-    """(node names, each one's (start, end) in the slots, the slots) of ``_table_write``."""
-    nodes = strings_at(strings, arrays[f"{name}.node"])
-    ends = arrays[f"{name}.ends"].tolist()
+    strings: StoredStrings, arrays: Mapping[str, np.ndarray], name: str, n: int
+) -> _StoredRuns:
+    nodes = strings.many(strings.check(arrays[f"{name}.node"], name, none=False).tolist())
+    ends = arrays[f"{name}.ends"]
     column = arrays[f"{name}.slot"]
-    if None in nodes or len(ends) != len(nodes) or (ends and ends[-1] != len(column)):
+    if len(ends) != len(nodes) or (
+        len(ends) and (int(ends[-1]) != len(column) or (np.diff(ends) < 0).any() or ends[0] < 0)
+    ):
         raise ValueError(f"{name}: columns do not fit together")
     if len(column) and (int(column.min()) < 0 or int(column.max()) >= n):
         raise ValueError(f"{name}: a slot past the documents")
-    bounds = spans(ends)
-    return cast(list[str], nodes), bounds, column.tolist()
+    return _StoredRuns(cast(list[str], nodes), ends.tolist(), column)
+
+
+def _beside(arrays: Mapping[str, np.ndarray], name: str, runs: _StoredRuns) -> np.ndarray:
+    """The column ``name`` of values beside a table's slots, one per slot."""
+    column = arrays[name]
+    if len(column) != len(runs.slots):
+        raise ValueError(f"{name}: columns do not fit together")
+    return column
 
 
 def _slots_of(table: Mapping[str, Mapping[str, tuple[Any, ...]]], at: int) -> dict[str, list[int]]:
@@ -158,7 +142,7 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
     docs = index._slot_docs
     if len(docs) != bm25.n_slots or any(doc is None for doc in docs):
         raise ValueError("an index with free slots is not stored")
-    rows: list[MemoryDoc] = docs  # type: ignore[assignment]
+    rows = cast(list[MemoryDoc], list(docs))
     if any(d.edge is not None and len(d.edge) != 2 for d in rows):
         raise ValueError("an edge that is not a pair is not stored")
     strings = StringTable()
@@ -179,9 +163,10 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
     for name in ("tokens", "entities", "mentions", "title_terms"):
         ids, ends = strings.runs(map(attrgetter(name), rows))
         arrays[f"doc.{name}.ids"], arrays[f"doc.{name}.ends"] = ids, ends
-    arrays.update(_table_write(strings, "postings", bm25._postings))
-    arrays["postings.tf"] = np.fromiter(
-        chain.from_iterable(map(dict.values, bm25._postings.values())), dtype=np.int64
+    runs = sorted(bm25._postings.runs(), key=lambda run: run[0])
+    arrays.update(_table_write(strings, "postings", {term: slots for term, (slots, _) in runs}))
+    arrays["postings.tf"] = np.concatenate(
+        [np.zeros(0, dtype=np.int32), *(tfs.astype(np.int32) for _, (_, tfs) in runs)]
     )
     for name, items in (("items_of", index._items_of), ("mentioned_by", index._mentioned_by)):
         arrays.update(_table_write(strings, name, _slots_of(items, 0)))
@@ -210,141 +195,171 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
 def index_restore(
     meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], payloads: PayloadColumns
 ) -> MemoryIndex:
-    """The index ``index_columns`` wrote. Raises ValueError, KeyError, IndexError or TypeError
-    on columns that do not fit together."""
-    strings = strings_read(arrays)
+    """The index ``index_columns`` wrote, reading ``arrays`` in place: every column is checked
+    now (numbers within their tables, runs within their columns), the values are made when a
+    request reaches them (``stored_columns.py``). Raises ValueError, KeyError, IndexError or
+    TypeError on columns that do not fit together."""
+    strings = StoredStrings(arrays["strings.text"], arrays["strings.ends"])
     n = int(meta["docs"])
-    found = strings_at(strings, arrays["doc.key"])
-    if len(found) != n or len(set(found)) != n or None in found:
+    numbers = strings.check(arrays["doc.key"], "document keys", none=False)
+    # ``index_columns`` numbers the keys first: 0, 1, ... in slot order.
+    if len(numbers) == n and np.array_equal(numbers, np.arange(n)):
+        keys: list[str | None] = list(strings.span(0, n))
+    else:
+        keys = strings.many(numbers.tolist())
+    if len(keys) != n or len(set(keys)) != n:
         raise ValueError("document keys: not one per document")
-    keys = cast(list[str], found)
-    columns = _doc_columns(strings, arrays, keys, payloads)
-    docs = [MemoryDoc(*row) for row in zip(*columns.values(), strict=True)]
+    docs = _StoredDocs(strings, arrays, cast(list[str], keys), payloads)
     index = MemoryIndex()
-    index.bm25 = _bm25_restore(meta, arrays, strings, keys, columns["tokens"])
-    index.docs = dict(zip(keys, docs, strict=True))
-    index._slot_docs = list(docs)
-    index._ties = [tie_key(doc) for doc in docs]
-    # One (slot, salience) per document, shared by every entity it is about, as ``upsert``
-    # shares it.
-    items = list(zip(range(n), columns["salience"], strict=True))
-    index._items_of = _entries_read(strings, arrays, "items_of", keys, items.__getitem__)
-    index._mentioned_by = _entries_read(strings, arrays, "mentioned_by", keys, items.__getitem__)
-    index._edges_of = _entries_read(strings, arrays, "edges_of", keys, None)
-    index._refs = _entries_read(strings, arrays, "refs", keys, None)
-    index._out_refs = _entries_read(strings, arrays, "out_refs", keys, None)
-    nodes, bounds, slots = _table_read(strings, arrays, "streams", n)
-    positions = arrays["streams.position"].tolist()
-    keys_at = list(map(keys.__getitem__, slots))
-    index._streams = {
-        node: dict(zip(positions[a:b], keys_at[a:b], strict=True))
-        for node, (a, b) in zip(nodes, bounds, strict=True)
-    }
-    terms = cast(list[str], strings_at(strings, arrays["titled.term"]))
-    index._titled = Counter(dict(zip(terms, arrays["titled.count"].tolist(), strict=True)))
-    index._arrays = _visibility_columns(arrays, columns["kind"])
+    index.bm25 = _bm25_restore(meta, arrays, strings, docs)
+    index._slot_docs = SlotList(n, docs.doc, cache=DOCS_KEPT)
+    index._ties = SlotList(n, docs.tie)
+    salience = arrays["doc.salience"]
+
+    def items(runs: _StoredRuns) -> Callable[[int, int], dict[str, Any]]:
+        # One (slot, salience) per document, as ``upsert`` links it.
+        def made(start: int, end: int) -> dict[str, Any]:
+            slots = runs.slots[start:end].tolist()
+            values = salience[runs.slots[start:end]].tolist()
+            return {docs.keys[s]: (s, v) for s, v in zip(slots, values, strict=True)}
+
+        return made
+
+    def edges(name: str, runs: _StoredRuns) -> Callable[[int, int], dict[str, Any]]:
+        others = strings.check(_beside(arrays, f"{name}.other", runs), name, none=False)
+
+        def made(start: int, end: int) -> dict[str, Any]:
+            slots = runs.slots[start:end].tolist()
+            names = strings.many(others[start:end].tolist())
+            return {docs.keys[s]: (o, s) for s, o in zip(slots, names, strict=True)}
+
+        return made
+
+    for name in ("items_of", "mentioned_by"):
+        runs = _table_read(strings, arrays, name, n)
+        setattr(index, f"_{name}", StoredTable(runs.nodes, runs.ends, items(runs)))
+    for name in ("edges_of", "refs", "out_refs"):
+        runs = _table_read(strings, arrays, name, n)
+        setattr(index, f"_{name}", StoredTable(runs.nodes, runs.ends, edges(name, runs)))
+    streams = _table_read(strings, arrays, "streams", n)
+    positions = _beside(arrays, "streams.position", streams)
+
+    def positioned(start: int, end: int) -> dict[int, str]:
+        slots = streams.slots[start:end].tolist()
+        at = positions[start:end].tolist()
+        return {p: docs.keys[s] for p, s in zip(at, slots, strict=True)}
+
+    index._streams = StoredTable(streams.nodes, streams.ends, positioned)
+    titled = strings.check(arrays["titled.term"], "titled", none=False).tolist()
+    counts = arrays["titled.count"].tolist()
+    if len(counts) != len(titled):
+        raise ValueError("titled: columns do not fit together")
+    index._titled = Counter(dict(zip(cast(list[str], strings.many(titled)), counts, strict=True)))
+    index._arrays = _visibility_columns(arrays, docs.facts)
     return index
 
 
-def _entries_read(
-    strings: np.ndarray,
-    arrays: Mapping[str, np.ndarray],
-    name: str,
-    keys_of: list[str],
-    value_of: Callable[[int], Any] | None,
-) -> dict[str, dict[str, Any]]:
-    """An entity table: node -> document key -> ``value_of(slot)``, or without it (an edge
-    table) -> (the other node, slot)."""
-    nodes, bounds, slots = _table_read(strings, arrays, name, len(keys_of))
-    keys = list(map(keys_of.__getitem__, slots))
-    if value_of is not None:
-        values = list(map(value_of, slots))
-    else:
-        others = strings_at(strings, arrays[f"{name}.other"])
-        if len(others) != len(slots) or None in others:
-            raise ValueError(f"{name}: columns do not fit together")
-        values = list(zip(others, slots, strict=True))
-    return {
-        node: dict(zip(keys[a:b], values[a:b], strict=True))
-        for node, (a, b) in zip(nodes, bounds, strict=True)
-    }
+class _StoredDocs:
+    """The documents' columns, checked, and each slot's ``MemoryDoc`` and tie-break key made
+    from them on demand."""
 
+    def __init__(
+        self,
+        strings: StoredStrings,
+        arrays: Mapping[str, np.ndarray],
+        keys: list[str],
+        payloads: PayloadColumns,
+    ) -> None:
+        n = len(keys)
+        self.keys = keys
+        self._strings = strings
+        self._columns: dict[str, np.ndarray] = {}
+        for name in ("kind", "subject", "stream", "object_ref", "digest"):
+            self._columns[name] = strings.check(arrays[f"doc.{name}"], name)
+        self._columns["edge"] = strings.check(arrays["doc.edge"], "edge")
+        numbers = ("position", "recorded_at", "valid_from", "valid_until", "closed_at", "salience")
+        for name in numbers:
+            self._columns[name] = arrays[f"doc.{name}"]
+        if (
+            any(len(c) != n for k, c in self._columns.items() if k != "edge")
+            or len(self._columns["edge"]) != 2 * n
+        ):
+            raise ValueError("document columns of different lengths")
+        self._runs = {
+            name: Runs(strings, arrays[f"doc.{name}.ids"], arrays[f"doc.{name}.ends"], n)
+            for name in ("tokens", "entities", "mentions", "title_terms")
+        }
+        self.tokens = self._runs["tokens"]
+        kinds = self._columns["kind"]
+        fact = [i for i in np.unique(kinds).tolist() if strings[i] == "fact"]
+        self.facts = np.isin(kinds, fact)
+        payload = {k[len("payload.") :]: v for k, v in arrays.items() if k.startswith("payload.")}
+        self._payload = payloads.read(payload, strings, n)
 
-def _doc_columns(
-    strings: np.ndarray,
-    arrays: Mapping[str, np.ndarray],
-    keys: list[str],
-    payloads: PayloadColumns,
-) -> dict[str, list[Any]]:
-    """Each field of the documents, in the order of ``MemoryDoc``'s fields."""
+    def doc(self, slot: int) -> MemoryDoc:
+        text, c, runs = self._strings.__getitem__, self._columns, self._runs
+        a, b = (text(int(i)) for i in c["edge"][2 * slot : 2 * slot + 2])
+        position = int(c["position"][slot])
+        return MemoryDoc(
+            key=self.keys[slot],
+            kind=cast(str, text(int(c["kind"][slot]))),
+            tokens=runs["tokens"][slot],
+            entities=runs["entities"][slot],
+            subject=text(int(c["subject"][slot])),
+            edge=None if a is None or b is None else (a, b),
+            stream=text(int(c["stream"][slot])),
+            position=None if position == _NO_POSITION else position,
+            recorded_at=float(c["recorded_at"][slot]),
+            valid_from=float(c["valid_from"][slot]),
+            valid_until=float(c["valid_until"][slot]),
+            closed_at=float(c["closed_at"][slot]),
+            mentions=runs["mentions"][slot],
+            title_terms=runs["title_terms"][slot],
+            object_ref=text(int(c["object_ref"][slot])),
+            salience=float(c["salience"][slot]),
+            digest=cast(str, text(int(c["digest"][slot]))),
+            payload=self._payload(slot),
+        )
 
-    def runs(name: str) -> list[tuple[str, ...]]:
-        return runs_read(strings, arrays[f"doc.{name}.ids"], arrays[f"doc.{name}.ends"])
-
-    ends = strings_at(strings, arrays["doc.edge"])
-    payload = {k[len("payload.") :]: v for k, v in arrays.items() if k.startswith("payload.")}
-    columns: dict[str, list[Any]] = {
-        "key": keys,
-        "kind": strings_at(strings, arrays["doc.kind"]),
-        "tokens": runs("tokens"),
-        "entities": runs("entities"),
-        "subject": strings_at(strings, arrays["doc.subject"]),
-        "edge": [
-            None if a is None or b is None else (a, b)
-            for a, b in zip(ends[::2], ends[1::2], strict=True)
-        ],
-        "stream": strings_at(strings, arrays["doc.stream"]),
-        "position": [None if p == _NO_POSITION else p for p in arrays["doc.position"].tolist()],
-        **{
-            name: arrays[f"doc.{name}"].tolist()
-            for name in ("recorded_at", "valid_from", "valid_until", "closed_at")
-        },
-        "mentions": runs("mentions"),
-        "title_terms": runs("title_terms"),
-        "object_ref": strings_at(strings, arrays["doc.object_ref"]),
-        "salience": arrays["doc.salience"].tolist(),
-        "digest": strings_at(strings, arrays["doc.digest"]),
-        "payload": payloads.read(payload, strings),
-    }
-    if tuple(columns) != _DOC_FIELDS:
-        raise TypeError(f"MemoryDoc's fields are {_DOC_FIELDS}, not {tuple(columns)}")
-    if any(len(column) != len(keys) for column in columns.values()):
-        raise ValueError("document columns of different lengths")
-    return columns
+    def tie(self, slot: int) -> TieKey:
+        """``tie_key`` of the document at ``slot``, from its columns."""
+        digest = cast(str, self._strings[int(self._columns["digest"][slot])])
+        return (-float(self._columns["valid_from"][slot]), digest, self.keys[slot])
 
 
 def _bm25_restore(
     meta: Mapping[str, Any],
     arrays: Mapping[str, np.ndarray],
-    strings: np.ndarray,
-    keys: list[str],
-    tokens: list[tuple[str, ...]],
+    strings: StoredStrings,
+    docs: _StoredDocs,
 ) -> BM25Index:
     bm25 = BM25Index(k1=float(meta["k1"]), b=float(meta["b"]), epsilon=float(meta["epsilon"]))
+    keys = docs.keys
     n = len(keys)
     bm25._slot_of = dict(zip(keys, range(n), strict=True))
     bm25._keys = list(keys)
-    bm25._doc_tokens = list(tokens)
-    bm25._doc_len = list(map(len, tokens))
+    bm25._doc_tokens = SlotList(n, docs.tokens.__getitem__)
+    bm25._doc_len = docs.tokens.lengths()
     bm25._total_len = sum(bm25._doc_len)
-    terms, bounds, slots = _table_read(strings, arrays, "postings", n)
-    tfs = arrays["postings.tf"].tolist()
-    if len(tfs) != len(slots):
-        raise ValueError("postings: columns do not fit together")
-    bm25._postings = {
-        term: dict(zip(slots[a:b], tfs[a:b], strict=True))
-        for term, (a, b) in zip(terms, bounds, strict=True)
-    }
+    runs = _table_read(strings, arrays, "postings", n)
+    tfs = _beside(arrays, "postings.tf", runs)
+    # Each run's slots ascending (``Postings.run`` is searched by bisection).
+    steps = np.diff(runs.slots)
+    if len(steps):
+        steps[[end - 1 for end in runs.ends[:-1] if 0 < end < len(runs.slots)]] = 1
+    if (steps <= 0).any() or (len(tfs) and int(tfs.min()) <= 0):
+        raise ValueError("postings: a run out of order")
+    bm25._postings = Postings(runs.nodes, np.asarray(runs.ends), runs.slots, tfs)
     return bm25
 
 
-def _visibility_columns(arrays: Mapping[str, np.ndarray], kinds: list[str]) -> Arrays:
+def _visibility_columns(arrays: Mapping[str, np.ndarray], facts: np.ndarray) -> Arrays:
     """``MemoryIndex._arrays`` for these documents, with room to grow as ``upsert`` grows it."""
-    n = len(kinds)
+    n = len(facts)
     size = max(64, n)
     values = {
         "present": np.ones(n, dtype=bool),
-        "fact": np.fromiter((kind == "fact" for kind in kinds), dtype=bool, count=n),
+        "fact": facts,
         "recorded": arrays["doc.recorded_at"],
         "start": arrays["doc.valid_from"],
         "until": arrays["doc.valid_until"],

@@ -5,15 +5,16 @@ index snapshot (``index_columns.py``). Pure Python + numpy: no Django import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter, itemgetter
 from typing import Any, Literal, cast
 
 import numpy as np
 
-from graph_app.domain.index_columns import Arrays, PayloadColumns, StringTable, strings_at
+from graph_app.domain.index_columns import Arrays, PayloadColumns, StringTable
+from graph_app.domain.stored_columns import StoredStrings
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,6 @@ class IndexItem:
     nominal_tokens: int = -1
 
 
-_ITEM_FIELDS = tuple(f.name for f in fields(IndexItem))
-
 #: The arguments of ``fact_line``, in the order ``IndexItem.fact_fields`` keeps their values.
 FACT_LINE_FIELDS = (
     "fact_id",
@@ -76,8 +75,8 @@ def _micros(value: object) -> int:
     return (value - _EPOCH) // _MICROSECOND
 
 
-def _times(column: np.ndarray) -> list[datetime | None]:
-    return [None if m == _NO_TIME else _EPOCH + timedelta(0, 0, m) for m in column.tolist()]
+def _time(micros: int) -> datetime | None:
+    return None if micros == _NO_TIME else _EPOCH + timedelta(0, 0, micros)
 
 
 def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
@@ -112,38 +111,66 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
     return arrays
 
 
-def _items_read(arrays: Mapping[str, np.ndarray], strings: np.ndarray) -> list[object]:
-    def text(name: str) -> list[str | None]:
-        return strings_at(strings, arrays[name])
+class _StoredItems:
+    """The items' columns, checked, and each slot's ``IndexItem`` made from them on demand."""
 
-    fact_columns = [
-        _times(arrays[f"fact.{name}"]) if name in _TIMES else text(f"fact.{name}")
-        for name in FACT_LINE_FIELDS
-    ]
-    is_fact = arrays["fact"].tolist()
-    if sum(is_fact) != len(fact_columns[0]):
-        raise ValueError("items: fact fields not one set per fact")
-    facts = iter(zip(*fact_columns, strict=True))
-    fact_fields = [next(facts) if fact else () for fact in is_fact]
-    columns: dict[str, Iterable[Any]] = {
-        "kind": text("kind"),
-        "id": text("id"),
-        "citation": text("citation"),
-        "line": text("line"),
-        "keep": arrays["keep"].tolist(),
-        "section": text("section"),
-        "order": zip(arrays["order.time"].tolist(), arrays["order.position"].tolist(), strict=True),
-        "fact_fields": fact_fields,
-        "external_id": text("external_id"),
-        "line_tokens": arrays["line_tokens"].tolist(),
-        "sha256": text("sha256"),
-        "tail": arrays["tail"].tolist(),
-        "flags": text("flags"),
-        "nominal_tokens": arrays["nominal_tokens"].tolist(),
-    }
-    if tuple(columns) != _ITEM_FIELDS:
-        raise TypeError(f"IndexItem's fields are {_ITEM_FIELDS}, not {tuple(columns)}")
-    return [IndexItem(*row) for row in zip(*columns.values(), strict=True)]
+    _TEXTS = ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
+    _NUMBERS = ("keep", "line_tokens", "tail", "nominal_tokens", "order.time", "order.position")
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], strings: StoredStrings, n: int) -> None:
+        self._strings = strings
+        self._columns = {name: strings.check(arrays[name], name) for name in self._TEXTS}
+        self._columns.update((name, arrays[name]) for name in self._NUMBERS)
+        is_fact = arrays["fact"]
+        if any(len(column) != n for column in self._columns.values()) or len(is_fact) != n:
+            raise ValueError("items: columns of different lengths")
+        # Each fact's row among the facts' own columns.
+        self._fact_row = np.cumsum(is_fact, dtype=np.int64) - 1
+        self._is_fact = is_fact
+        facts = int(is_fact.sum())
+        self._facts = {
+            name: arrays[f"fact.{name}"]
+            if name in _TIMES
+            else strings.check(arrays[f"fact.{name}"], name)
+            for name in FACT_LINE_FIELDS
+        }
+        if any(len(column) != facts for column in self._facts.values()):
+            raise ValueError("items: fact fields not one set per fact")
+
+    def _fact_fields(self, slot: int) -> tuple[Any, ...]:
+        if not self._is_fact[slot]:
+            return ()
+        row = int(self._fact_row[slot])
+        return tuple(
+            _time(int(column[row])) if name in _TIMES else self._strings[int(column[row])]
+            for name, column in self._facts.items()
+        )
+
+    def item(self, slot: int) -> object:
+        text = {name: self._strings[int(self._columns[name][slot])] for name in self._TEXTS}
+        c = self._columns
+        return IndexItem(
+            kind=cast(Literal["fact", "episode"], text["kind"]),
+            id=cast(str, text["id"]),
+            citation=cast(str, text["citation"]),
+            line=cast(str, text["line"]),
+            keep=int(c["keep"][slot]),
+            section=cast(str, text["section"]),
+            order=(float(c["order.time"][slot]), int(c["order.position"][slot])),
+            fact_fields=self._fact_fields(slot),
+            external_id=text["external_id"],
+            line_tokens=int(c["line_tokens"][slot]),
+            sha256=cast(str, text["sha256"]),
+            tail=int(c["tail"][slot]),
+            flags=cast(str, text["flags"]),
+            nominal_tokens=int(c["nominal_tokens"][slot]),
+        )
+
+
+def _items_read(
+    arrays: Mapping[str, np.ndarray], strings: StoredStrings, n: int
+) -> Callable[[int], object]:
+    return _StoredItems(arrays, strings, n).item
 
 
 #: How the index snapshot stores and restores these items.

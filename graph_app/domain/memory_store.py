@@ -8,16 +8,23 @@ per-slot visibility columns from which a request's ``Visibility`` is decided. Ra
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
+from graph_app.domain.stored_columns import Slots
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
+
+T = TypeVar("T")
+
+#: An entity table: node -> item key -> value (a dict, or a restored index's ``StoredTable``).
+Table = MutableMapping[str, dict[str, T]]
 
 # Each visibility column's value for a slot that holds no document.
 VISIBILITY_FILL = {
@@ -51,33 +58,56 @@ class Visibility:
     now: float | None = None
 
 
+class _Docs(Mapping[str, MemoryDoc]):
+    """The documents by key: a view of the store's slots (a key's slot is its BM25 slot)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def __getitem__(self, key: str) -> MemoryDoc:
+        slot = self._store.bm25.slot(key)
+        doc = None if slot is None else self._store._slot_docs[slot]
+        if doc is None:
+            raise KeyError(key)
+        return doc
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._store.bm25
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._store.bm25.slots)
+
+    def __len__(self) -> int:
+        return len(self._store.bm25)
+
+
 class MemoryStore:
     """The tokenized documents of one project, their entity graph and visibility columns, kept
     in step under single-document updates (``MemoryIndex`` ranks them)."""
 
     def __init__(self) -> None:
         self.bm25 = BM25Index()
-        self.docs: dict[str, MemoryDoc] = {}
         # Sentence vectors by slot, when the semantic backend is on (empty otherwise).
         self.dense = DenseColumn()
-        self._slot_docs: list[MemoryDoc | None] = []
+        # The document in each slot (a restored index makes them from its columns on demand).
+        self._slot_docs: Slots[MemoryDoc | None] = list[MemoryDoc | None]()
         # Each slot's tie-break key (``tiebreak.tie_key``), made once when its document is put:
         # sorts look it up rather than make it per comparison.
-        self._ties: list[TieKey] = []
+        self._ties: Slots[TieKey] = list[TieKey]()
         # The entity graph, nodes keyed by lower-cased entity id: the items about each node
         # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
         # holds its item's slot (slots are never reused): ranking checks visibility by slot.
         # node -> item key -> (slot, salience)
-        self._items_of: dict[str, dict[str, tuple[int, float]]] = {}
+        self._items_of: Table[tuple[int, float]] = {}
         # identifier -> episode naming it -> (slot, salience)
-        self._mentioned_by: dict[str, dict[str, tuple[int, float]]] = {}
+        self._mentioned_by: Table[tuple[int, float]] = {}
         # node -> fact key -> (other node, slot)
-        self._edges_of: dict[str, dict[str, tuple[str, int]]] = {}
+        self._edges_of: Table[tuple[str, int]] = {}
         # object_ref -> fact key -> (subject node, slot)
-        self._refs: dict[str, dict[str, tuple[str, int]]] = {}
+        self._refs: Table[tuple[str, int]] = {}
         # subject node -> fact key -> (object_ref, slot)
-        self._out_refs: dict[str, dict[str, tuple[str, int]]] = {}
-        self._streams: dict[str, dict[int, str]] = {}
+        self._out_refs: Table[tuple[str, int]] = {}
+        self._streams: MutableMapping[str, dict[int, str]] = {}
         self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
         self._arrays: dict[str, np.ndarray] = {
@@ -90,7 +120,12 @@ class MemoryStore:
         }
 
     def __len__(self) -> int:
-        return len(self.docs)
+        return len(self.bm25)
+
+    @property
+    def docs(self) -> Mapping[str, MemoryDoc]:
+        """The documents by key."""
+        return _Docs(self)
 
     def upsert(self, doc: MemoryDoc) -> None:
         if doc.key in self.docs:
@@ -102,7 +137,6 @@ class MemoryStore:
             self._ties.append(EMPTY_TIE)
         self._slot_docs[slot] = doc
         self._ties[slot] = tie_key(doc)
-        self.docs[doc.key] = doc
         self._link(doc, slot)
         if doc.stream is not None and doc.position is not None:
             stream = self._streams.setdefault(doc.stream, {})

@@ -1,0 +1,224 @@
+"""Columns read in place: the index snapshot's strings and tables, made into Python values only
+when a request reaches them.
+
+A restored index does not turn its 110,000 documents, their items and postings into objects up
+front (that took about 2 s and 380 MiB at 100k facts): it keeps the snapshot's arrays, which view
+the mapped file, and these classes make the values a ranking reads, when it reads them:
+
+- ``StoredStrings``: the string table, each string decoded from its bytes when asked for (the
+  short ones, the vocabulary of tokens and entity names, kept once decoded);
+- ``SlotList``: a per-slot list (documents, tie-break keys, tokens) whose stored slots are made
+  by a function, with the slots written since held apart;
+- ``StoredTable``: a table of runs (an entity's items, a stream's positions) as a mapping of node
+  to dict, each node's dict made when first reached and changed in place from then on.
+
+They behave as the lists and dicts they stand for (``==`` compares their values), so the index's
+code reads and updates both alike. Pure Python + numpy: no Django import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from functools import lru_cache
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+import numpy as np
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+# Strings up to this many bytes are kept once decoded: tokens, entity names, kinds, ids.
+_KEPT_BYTES = 48
+
+
+class StoredStrings:
+    """The strings ``StringTable.columns`` wrote (UTF-8 bytes, each one's end), decoded on
+    demand. Number -1 reads as None."""
+
+    def __init__(self, text: np.ndarray, ends: np.ndarray) -> None:
+        n = len(ends)
+        if n and (int(ends[-1]) != len(text) or int(ends[0]) < 0 or (np.diff(ends) < 0).any()):
+            raise ValueError("strings: ends do not match the text")
+        self._text = text.data
+        # Left in the map (a list of Python numbers would weigh 70 bytes a string).
+        self._ends = ends
+        self._kept: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, number: int) -> str | None:
+        if number < 0:
+            return None
+        found = self._kept.get(number)
+        if found is None:
+            end = int(self._ends[number])
+            start = int(self._ends[number - 1]) if number else 0
+            found = _decoded(bytes(self._text[start:end]))
+            if end - start <= _KEPT_BYTES:
+                self._kept[number] = found
+        return found
+
+    def many(self, numbers: Iterable[int]) -> list[str | None]:
+        return list(map(self.__getitem__, numbers))
+
+    def span(self, first: int, count: int) -> list[str]:
+        """The ``count`` strings numbered from ``first`` on, decoded at once when they are ASCII
+        (a table's first strings are its first column's: the documents' keys)."""
+        if count <= 0:
+            return []
+        last = first + count - 1
+        start = int(self._ends[first - 1]) if first else 0
+        ends = self._ends[first : last + 1] - start
+        data = bytes(self._text[start : int(self._ends[last])])
+        if data.isascii():
+            text = data.decode("ascii")
+            bounds = ends.tolist()
+            return [text[a:b] for a, b in zip([0, *bounds[:-1]], bounds, strict=True)]
+        return cast(list[str], self.many(range(first, last + 1)))
+
+    def check(self, column: np.ndarray, name: str, *, none: bool = True) -> np.ndarray:
+        """``column`` when every number in it is a string of the table (or -1, when ``none``)."""
+        if len(column) and (
+            int(column.min()) < (-1 if none else 0) or int(column.max()) >= len(self)
+        ):
+            raise ValueError(f"{name}: a string number past the table")
+        return column
+
+
+def _decoded(data: bytes) -> str:
+    """The string ``StringTable`` encoded (lone surrogates included); bytes that are not one
+    (cut mid-character by a forged file) read with replacement characters, never raise."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")
+
+
+class Runs:
+    """Tuples of strings stored as runs (``StringTable.runs``): each one made on demand."""
+
+    def __init__(self, strings: StoredStrings, ids: np.ndarray, ends: np.ndarray, n: int) -> None:
+        strings.check(ids, "runs", none=False)
+        if len(ends) != n or (n and (int(ends[-1]) != len(ids) or (np.diff(ends) < 0).any())):
+            raise ValueError("runs: columns do not fit together")
+        self._strings = strings
+        self._ids = ids
+        self._ends = ends
+
+    def __getitem__(self, row: int) -> tuple[str, ...]:
+        start = int(self._ends[row - 1]) if row else 0
+        ids = self._ids[start : int(self._ends[row])].tolist()
+        return cast(tuple[str, ...], tuple(map(self._strings.__getitem__, ids)))
+
+    def lengths(self) -> list[int]:
+        return np.diff(self._ends, prepend=0).tolist()
+
+
+class Slots(Protocol[T]):
+    """What the index needs of a per-slot list: a ``list`` or a ``SlotList``."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, slot: int, /) -> T: ...
+    def __setitem__(self, slot: int, value: T, /) -> None: ...
+    def __iter__(self) -> Iterator[T]: ...
+    def append(self, value: T, /) -> None: ...
+
+
+class SlotList(Generic[T]):
+    """A list by storage slot: the first ``stored`` slots made by ``make`` (the last ``cache``
+    made are kept), the ones written or added since held as given."""
+
+    def __init__(self, stored: int, make: Callable[[int], T], *, cache: int = 0) -> None:
+        self._stored = stored
+        self._make = lru_cache(maxsize=cache)(make) if cache else make
+        self._written: dict[int, T] = {}
+        self._added: list[T] = []
+
+    def __len__(self) -> int:
+        return self._stored + len(self._added)
+
+    def __getitem__(self, slot: int) -> T:
+        if slot < 0:
+            slot += len(self)
+        if slot >= self._stored:
+            return self._added[slot - self._stored]
+        found = self._written.get(slot, self._written)
+        if found is self._written:
+            if not 0 <= slot < self._stored:
+                raise IndexError(slot)
+            return self._make(slot)
+        return cast(T, found)
+
+    def __setitem__(self, slot: int, value: T) -> None:
+        if slot >= self._stored:
+            self._added[slot - self._stored] = value
+        elif slot >= 0:
+            self._written[slot] = value
+        else:
+            raise IndexError(slot)
+
+    def append(self, value: T) -> None:
+        self._added.append(value)
+
+    def __iter__(self) -> Iterator[T]:
+        return map(self.__getitem__, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SlotList | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class StoredTable(MutableMapping[str, dict[Any, V]]):
+    """node -> {entry: value}, stored as one run of rows per node (``rows(start, end)`` makes a
+    node's dict from its run); each node's dict is made once, when first reached, and is the one
+    changed from then on. Nodes added since are plain dicts beside them."""
+
+    def __init__(
+        self,
+        nodes: list[str],
+        ends: list[int],
+        rows: Callable[[int, int], dict[Any, V]],
+    ) -> None:
+        self._run = {node: i for i, node in enumerate(nodes)}
+        self._ends = ends
+        self._rows = rows
+        self._made: dict[str, dict[Any, V]] = {}
+
+    def _make(self, node: str) -> dict[Any, V] | None:
+        made = self._made.get(node)
+        if made is None:
+            run = self._run.get(node)
+            if run is None:
+                return None
+            start = self._ends[run - 1] if run else 0
+            made = self._made[node] = self._rows(start, self._ends[run])
+        return made
+
+    def __getitem__(self, node: str) -> dict[Any, V]:
+        made = self._make(node)
+        if made is None:
+            raise KeyError(node)
+        return made
+
+    def __setitem__(self, node: str, value: dict[Any, V]) -> None:
+        self._made[node] = value
+
+    def __delitem__(self, node: str) -> None:
+        if node not in self:
+            raise KeyError(node)
+        self._made.pop(node, None)
+        self._run.pop(node, None)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._made or node in self._run
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._run
+        yield from (node for node in self._made if node not in self._run)
+
+    def __len__(self) -> int:
+        return len(self._run) + sum(1 for node in self._made if node not in self._run)
