@@ -289,7 +289,7 @@ class Input(BaseModel):
     """The arguments of one operation. Strict: a JSON string is not an integer, unknown fields
     are refused; query-string doors parse with ``strict=False`` (their values are all text)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     @classmethod
     def parse(cls, data: Mapping[str, Any] | None = None, *, strict: bool = True) -> Self:
@@ -323,7 +323,9 @@ class Output(BaseModel):
     """What an operation answers. ``as_json()`` is the REST body and the MCP structured content;
     fields named in ``omit_when_none`` are left out of it rather than sent as null."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", json_schema_extra=_optional_when_omitted)
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", json_schema_extra=_optional_when_omitted, defer_build=True
+    )
     omit_when_none: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")

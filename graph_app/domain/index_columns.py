@@ -85,7 +85,9 @@ class PayloadColumns:
     a payload per slot (checked when read, each payload made when asked for)."""
 
     write: Callable[[Sequence[object], StringTable], Arrays]
-    read: Callable[[Mapping[str, np.ndarray], StoredStrings, int], Callable[[int], object]]
+    read: Callable[
+        [Mapping[str, np.ndarray], StoredStrings, int], Callable[[Sequence[int]], list[object]]
+    ]
 
 
 def _table_write(strings: StringTable, name: str, table: Mapping[str, Iterable[int]]) -> Arrays:
@@ -213,7 +215,9 @@ def index_restore(
     index = MemoryIndex()
     index.bm25 = _bm25_restore(meta, arrays, strings, docs)
     index._slot_docs = SlotList(n, docs.doc, cache=DOCS_KEPT)
-    index._ties = SlotList(n, docs.tie)
+    index._stored_payloads = docs.payloads
+    # Kept once made (about 200 bytes each): sorts among tied items ask for them again and again.
+    index._ties = SlotList(n, docs.tie, cache=n)
     salience = arrays["doc.salience"]
 
     def items(runs: _StoredRuns) -> Callable[[int, int], dict[str, Any]]:
@@ -294,7 +298,7 @@ class _StoredDocs:
         fact = [i for i in np.unique(kinds).tolist() if strings[i] == "fact"]
         self.facts = np.isin(kinds, fact)
         payload = {k[len("payload.") :]: v for k, v in arrays.items() if k.startswith("payload.")}
-        self._payload = payloads.read(payload, strings, n)
+        self.payloads = payloads.read(payload, strings, n)
 
     def doc(self, slot: int) -> MemoryDoc:
         text, c, runs = self._strings.__getitem__, self._columns, self._runs
@@ -318,7 +322,7 @@ class _StoredDocs:
             object_ref=text(int(c["object_ref"][slot])),
             salience=float(c["salience"][slot]),
             digest=cast(str, text(int(c["digest"][slot]))),
-            payload=self._payload(slot),
+            payload=self.payloads([slot])[0],
         )
 
     def tie(self, slot: int) -> TieKey:

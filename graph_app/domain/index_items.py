@@ -137,40 +137,71 @@ class _StoredItems:
         if any(len(column) != facts for column in self._facts.values()):
             raise ValueError("items: fact fields not one set per fact")
 
-    def _fact_fields(self, slot: int) -> tuple[Any, ...]:
-        if not self._is_fact[slot]:
-            return ()
-        row = int(self._fact_row[slot])
-        return tuple(
-            _time(int(column[row])) if name in _TIMES else self._strings[int(column[row])]
+    def _fact_fields(self, at: np.ndarray) -> list[tuple[Any, ...]]:
+        """The fact fields of the items at slots ``at`` (() for an episode's)."""
+        is_fact = self._is_fact[at]
+        rows = self._fact_row[at][is_fact]
+        columns = [
+            list(map(_time, column[rows].tolist()))
+            if name in _TIMES
+            else self._strings.many(column[rows].tolist())
             for name, column in self._facts.items()
-        )
+        ]
+        facts = iter(zip(*columns, strict=True))
+        return [next(facts) if fact else () for fact in is_fact.tolist()]
 
-    def item(self, slot: int) -> object:
-        text = {name: self._strings[int(self._columns[name][slot])] for name in self._TEXTS}
-        c = self._columns
-        return IndexItem(
-            kind=cast(Literal["fact", "episode"], text["kind"]),
-            id=cast(str, text["id"]),
-            citation=cast(str, text["citation"]),
-            line=cast(str, text["line"]),
-            keep=int(c["keep"][slot]),
-            section=cast(str, text["section"]),
-            order=(float(c["order.time"][slot]), int(c["order.position"][slot])),
-            fact_fields=self._fact_fields(slot),
-            external_id=text["external_id"],
-            line_tokens=int(c["line_tokens"][slot]),
-            sha256=cast(str, text["sha256"]),
-            tail=int(c["tail"][slot]),
-            flags=cast(str, text["flags"]),
-            nominal_tokens=int(c["nominal_tokens"][slot]),
+    def items(self, slots: Sequence[int]) -> list[object]:
+        """The items at ``slots``, their columns read at once."""
+        at = np.asarray(slots, dtype=np.int64)
+        text = {name: self._strings.many(self._columns[name][at].tolist()) for name in self._TEXTS}
+        number = {name: self._columns[name][at].tolist() for name in self._NUMBERS}
+        rows = zip(
+            *text.values(),
+            *number.values(),
+            self._fact_fields(at),
+            strict=True,
         )
+        return [
+            IndexItem(
+                kind=kind,
+                id=id_,
+                citation=citation,
+                line=line,
+                keep=keep,
+                section=section,
+                order=(time, position),
+                fact_fields=fact_fields,
+                external_id=external_id,
+                line_tokens=line_tokens,
+                sha256=sha256,
+                tail=tail,
+                flags=flags,
+                nominal_tokens=nominal_tokens,
+            )
+            for (
+                kind,
+                id_,
+                citation,
+                line,
+                section,
+                external_id,
+                sha256,
+                flags,
+                keep,
+                line_tokens,
+                tail,
+                nominal_tokens,
+                time,
+                position,
+                fact_fields,
+            ) in rows
+        ]
 
 
 def _items_read(
     arrays: Mapping[str, np.ndarray], strings: StoredStrings, n: int
-) -> Callable[[int], object]:
-    return _StoredItems(arrays, strings, n).item
+) -> Callable[[Sequence[int]], list[object]]:
+    return _StoredItems(arrays, strings, n).items
 
 
 #: How the index snapshot stores and restores these items.

@@ -81,10 +81,6 @@ class MemoryIndex(MemoryStore):
         """The tie-break keys of the documents at ``slots`` (made when each was put)."""
         return list(map(self._ties.__getitem__, slots))
 
-    def slot_payloads(self, slots: Iterable[int]) -> list[object]:
-        """The payloads of the documents at ``slots``."""
-        return [doc.payload for doc in map(self._slot_docs.__getitem__, slots)]  # type: ignore[union-attr]
-
     # -- ranking -------------------------------------------------------------------------
 
     def rank(
@@ -142,9 +138,9 @@ class MemoryIndex(MemoryStore):
         if since is not None:
             self._prefer_since(utility, since, params)
         slots = self._ranked(utility, limit)
-        docs = self._slot_docs
+        key_at = self.bm25._keys
         return Ranking(
-            ranked=[(docs[s].key, utility[s]) for s in slots],  # type: ignore[union-attr]
+            ranked=[(key_at[s], utility[s]) for s in slots],  # type: ignore[misc]
             suppressed_stale=suppressed,
             terms=tuple(terms),
             related=shares,
@@ -154,13 +150,7 @@ class MemoryIndex(MemoryStore):
     def _ranked(self, utility: dict[int, float], limit: int | None) -> list[int]:
         """The slots of the (``limit`` best) items with a positive utility, best first, ties
         by ``tie_key``."""
-        if limit is not None and len(utility) > limit:
-            return self._top(utility, limit, positive=True)
-        ranked = [s for s, u in utility.items() if u > 0]
-        # Two stable sorts: by the tie-break key, then by utility descending.
-        ranked.sort(key=self._ties.__getitem__)
-        ranked.sort(key=utility.__getitem__, reverse=True)
-        return ranked
+        return self._top(utility, len(utility) if limit is None else limit, positive=True)
 
     def _lexical(
         self, query: str, terms: list[str], params: RankParams
@@ -473,12 +463,27 @@ class MemoryIndex(MemoryStore):
         # key: only the tied documents' keys are made and compared.
         flags = np.concatenate(([False], same, [False])).astype(np.int8)
         edges = np.flatnonzero(np.diff(flags)).tolist()
-        key_of = self._ties.__getitem__
         for first, last in zip(edges[::2], edges[1::2], strict=True):
             if first >= n:
                 break  # runs past the first n do not change them
-            out[first : last + 1] = sorted(out[first : last + 1], key=key_of)
+            out[first : last + 1] = self._tie_sorted(out[first : last + 1])
         return out[:n]
+
+    def _tie_sorted(self, run: list[int]) -> list[int]:
+        """``run`` sorted by ``tie_key``: by valid time (the key's first part, a column) first,
+        the whole keys made only for documents whose valid times are equal too."""
+        newest = (-self._arrays["start"][run]).tolist()
+        order = sorted(range(len(run)), key=newest.__getitem__)
+        out = [run[i] for i in order]
+        times = [newest[i] for i in order]
+        key_of = self._ties.__getitem__
+        first = 0
+        for at in range(1, len(out) + 1):
+            if at == len(out) or times[at] != times[first]:
+                if at - first > 1:
+                    out[first:at] = sorted(out[first:at], key=key_of)
+                first = at
+        return out
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
         return [(s, utility[s]) for s in self._top(utility, n)]

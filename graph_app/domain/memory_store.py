@@ -8,7 +8,7 @@ per-slot visibility columns from which a request's ``Visibility`` is decided. Ra
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -17,7 +17,7 @@ import numpy as np
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
-from graph_app.domain.stored_columns import Slots
+from graph_app.domain.stored_columns import SlotList, Slots
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
 
@@ -109,6 +109,8 @@ class MemoryStore:
         self._out_refs: Table[tuple[str, int]] = {}
         self._streams: MutableMapping[str, dict[int, str]] = {}
         self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
+        # A restored index's payloads of stored slots, made at once from the columns.
+        self._stored_payloads: Callable[[Sequence[int]], list[object]] | None = None
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
         self._arrays: dict[str, np.ndarray] = {
             "present": np.zeros(64, dtype=bool),
@@ -189,6 +191,16 @@ class MemoryStore:
                 self._titled[term] = left
             else:
                 del self._titled[term]  # no title has it any more
+
+    def slot_payloads(self, slots: Sequence[int]) -> list[object]:
+        """The payloads of the documents at ``slots``."""
+        docs = self._slot_docs
+        stored = self._stored_payloads
+        if stored is None or not isinstance(docs, SlotList):
+            return [doc.payload for doc in map(docs.__getitem__, slots)]  # type: ignore[union-attr]
+        made = [slot for slot in slots if docs.made(slot)]
+        found = dict(zip(made, stored(made), strict=True))
+        return [found[s] if s in found else docs[s].payload for s in slots]
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an

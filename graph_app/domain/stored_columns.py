@@ -18,6 +18,7 @@ code reads and updates both alike. Pure Python + numpy: no Django import.
 
 from __future__ import annotations
 
+from codecs import utf_8_decode
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from functools import lru_cache
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -54,13 +55,23 @@ class StoredStrings:
         if found is None:
             end = int(self._ends[number])
             start = int(self._ends[number - 1]) if number else 0
-            found = _decoded(bytes(self._text[start:end]))
+            found = _decoded(self._text[start:end])
             if end - start <= _KEPT_BYTES:
                 self._kept[number] = found
         return found
 
     def many(self, numbers: Iterable[int]) -> list[str | None]:
-        return list(map(self.__getitem__, numbers))
+        """The strings numbered ``numbers`` (-1: None), their places looked up at once."""
+        at = np.fromiter(numbers, dtype=np.int64)
+        if not len(at):
+            return []
+        ends = self._ends[at].tolist()
+        starts = np.where(at > 0, self._ends[at - 1], 0).tolist()
+        text = self._text
+        return [
+            None if number < 0 else _decoded(text[start:end])
+            for number, start, end in zip(at.tolist(), starts, ends, strict=True)
+        ]
 
     def span(self, first: int, count: int) -> list[str]:
         """The ``count`` strings numbered from ``first`` on, decoded at once when they are ASCII
@@ -86,13 +97,13 @@ class StoredStrings:
         return column
 
 
-def _decoded(data: bytes) -> str:
+def _decoded(data: memoryview) -> str:
     """The string ``StringTable`` encoded (lone surrogates included); bytes that are not one
     (cut mid-character by a forged file) read with replacement characters, never raise."""
     try:
-        return data.decode("utf-8", "surrogatepass")
+        return utf_8_decode(data, "surrogatepass", True)[0]
     except UnicodeDecodeError:
-        return data.decode("utf-8", "replace")
+        return utf_8_decode(data, "replace", True)[0]
 
 
 class Runs:
@@ -160,6 +171,10 @@ class SlotList(Generic[T]):
 
     def append(self, value: T) -> None:
         self._added.append(value)
+
+    def made(self, slot: int) -> bool:
+        """Whether ``slot`` is made from the columns (stored, not written since)."""
+        return 0 <= slot < self._stored and slot not in self._written
 
     def __iter__(self) -> Iterator[T]:
         return map(self.__getitem__, range(len(self)))

@@ -38,6 +38,8 @@ INDEX_STATE = {
 # Not stored: the semantic backend's sentence vectors, made again for every document when an
 # index restored with the backend on is refreshed (graph_app/index_cache.py).
 NOT_STORED = {"dense"}
+# Not state: how a restored index reads its stored slots' payloads from the columns.
+NOT_STORED |= {"_stored_payloads"}
 BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_doc_len"}
 BM25_STATE |= {"_postings", "_total_len"}
 
