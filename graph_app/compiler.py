@@ -15,6 +15,7 @@ documents built from the rows (``graph_app.index_documents``); proofs are
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -26,6 +27,7 @@ from graph_app.domain.memory_index import MemoryIndex, Ranking
 from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import Packed, PackItem, pack, split_line
 from graph_app.domain.profiles import PROFILES, Profile
+from graph_app.domain.ranked_payloads import RankedPayloads
 from graph_app.domain.render import best_passage, fact_line
 from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import tokenize_query
@@ -68,7 +70,7 @@ class _Ranked:
 
     revision: int
     ranking: Ranking
-    payloads: dict[str, IndexItem]
+    payloads: RankedPayloads[IndexItem]
     # the query terms' smoothed IDF, which picks an episode's best-matching sentences
     weights: dict[str, float]
     # time travel without history: each fact as it was known then, by document key
@@ -78,7 +80,7 @@ class _Ranked:
     # how the query was read and how its answer is packed
     profile: Profile
     # flagged documents a reviewer released (delivered like any other), by document key
-    released: frozenset[str] = frozenset()
+    released: Container[str] = frozenset()
     # each payload's tie-break key (``tiebreak.tie_key``), by document key
     ties: dict[str, TieKey] = field(default_factory=dict)
 
@@ -125,13 +127,36 @@ def _rank(project: Project, text: str, params: CompileInput) -> _Ranked:
         index, visibility, views = _visible(project, entry, params)
         ranked = rank_index(index, text, visibility, profile)
     conflicts = compliance().open_findings_of_facts(project=project)
-    flagged = [(item.kind, item.id, item.sha256) for item in ranked.payloads.values() if item.flags]
-    released = (
-        frozenset(f"{kind}:{id_}" for kind, id_ in items_released(project=project, items=flagged))
-        if flagged
-        else frozenset()
-    )
+    released = _Releases(project, ranked.payloads)
     return replace(ranked, revision=revision, views=views, conflicts=conflicts, released=released)
+
+
+class _Releases(Container[str]):
+    """The flagged documents of a ranking a reviewer released, asked of the review queue once
+    the packer reaches a flagged one, for every flagged payload made by then (flagged items are
+    few: most compiles ask nothing, none asks more than once a chunk of payloads)."""
+
+    def __init__(self, project: Project, payloads: RankedPayloads[IndexItem]) -> None:
+        self._project = project
+        self._payloads = payloads
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str) or key not in self._payloads:
+            return False
+        if key not in self._known:
+            self._payloads[key]  # made, with its chunk
+            asked = {
+                k: (item.kind, item.id, item.sha256)
+                for k, item in self._payloads.made()
+                if item.flags and k not in self._known
+            }
+            released = (
+                items_released(project=self._project, items=list(asked.values())) if asked else []
+            )
+            self._known.update(dict.fromkeys(asked, False))
+            self._known.update((f"{kind}:{id_}", True) for kind, id_ in released)
+        return self._known.get(key, False)
 
 
 def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: Profile) -> _Ranked:
@@ -146,8 +171,8 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
         query_vector=query_vector(index, text),
     )
     keys = [key for key, _ in ranking.ranked]
-    payloads = dict(
-        zip(keys, cast(list[IndexItem], index.slot_payloads(ranking.slots)), strict=True)
+    payloads = RankedPayloads(
+        keys, cast(Callable[[Sequence[int]], list[IndexItem]], index.payload_reader(ranking.slots))
     )
     ties = dict(zip(keys, index.slot_ties(ranking.slots), strict=True))
     # Previews weigh the terms the ranking used (a derived word form as its known stem).

@@ -33,7 +33,7 @@ import numpy as np
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
-from graph_app.domain.memory_store import VISIBILITY_FILL
+from graph_app.domain.memory_store import VISIBILITY_FILL, slot_column
 from graph_app.domain.postings import Postings
 from graph_app.domain.stored_columns import Runs, SlotList, StoredStrings, StoredTable
 from graph_app.domain.tiebreak import TieKey
@@ -162,6 +162,7 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
     }
     for name in ("recorded_at", "valid_from", "valid_until", "closed_at", "salience"):
         arrays[f"doc.{name}"] = np.fromiter(map(attrgetter(name), rows), dtype=np.float64)
+    arrays["doc.tie"] = index._arrays["tie"][: len(rows)].copy()
     for name in ("tokens", "entities", "mentions", "title_terms"):
         ids, ends = strings.runs(map(attrgetter(name), rows))
         arrays[f"doc.{name}.ids"], arrays[f"doc.{name}.ends"] = ids, ends
@@ -368,10 +369,11 @@ def _visibility_columns(arrays: Mapping[str, np.ndarray], facts: np.ndarray) -> 
         "start": arrays["doc.valid_from"],
         "until": arrays["doc.valid_until"],
         "closed": arrays["doc.closed_at"],
+        "tie": arrays["doc.tie"],
     }
     out: Arrays = {}
     for name, fill in VISIBILITY_FILL.items():
-        column = np.full(size, fill, dtype=bool if isinstance(fill, bool) else np.float64)
+        column = slot_column(fill, size)
         column[:n] = values[name]
         out[name] = column
     return out

@@ -29,8 +29,8 @@ class IndexItem:
     section: str
     order: tuple[float, int]
     # facts only: the values of ``FACT_LINE_FIELDS``, to re-render as known at an earlier
-    # transaction time
-    fact_fields: tuple[Any, ...] = ()
+    # transaction time (a restored index's are read from its columns when first asked for)
+    fact_fields: Sequence[Any] = ()
     # episodes only: the user's own id, which the citation uses when it is citable
     external_id: str | None = None
     # tokens of ``line``, counted once when the document is indexed
@@ -111,10 +111,45 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
     return arrays
 
 
+class _StoredFactFields(Sequence[Any]):
+    """A restored fact item's ``fact_fields``, read from the columns when first asked for: a
+    live compile never reads them (a replay and the semantic backend do)."""
+
+    __slots__ = ("_items", "_row", "_values")
+
+    def __init__(self, items: _StoredItems, row: int) -> None:
+        self._items = items
+        self._row = row
+        self._values: tuple[Any, ...] | None = None
+
+    def _made(self) -> tuple[Any, ...]:
+        if self._values is None:
+            self._values = self._items.fact_fields(self._row)
+        return self._values
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._made()[index]
+
+    def __len__(self) -> int:
+        return len(FACT_LINE_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return self._made() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._made())
+
+    def __repr__(self) -> str:
+        return repr(self._made())
+
+
 class _StoredItems:
     """The items' columns, checked, and each slot's ``IndexItem`` made from them on demand."""
 
     _TEXTS = ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
+    _FEW = frozenset({"kind", "section", "flags"})
     _NUMBERS = ("keep", "line_tokens", "tail", "nominal_tokens", "order.time", "order.position")
 
     def __init__(self, arrays: Mapping[str, np.ndarray], strings: StoredStrings, n: int) -> None:
@@ -137,23 +172,33 @@ class _StoredItems:
         if any(len(column) != facts for column in self._facts.values()):
             raise ValueError("items: fact fields not one set per fact")
 
-    def _fact_fields(self, at: np.ndarray) -> list[tuple[Any, ...]]:
-        """The fact fields of the items at slots ``at`` (() for an episode's)."""
-        is_fact = self._is_fact[at]
-        rows = self._fact_row[at][is_fact]
-        columns = [
-            list(map(_time, column[rows].tolist()))
-            if name in _TIMES
-            else self._strings.many(column[rows].tolist())
+    def fact_fields(self, row: int) -> tuple[Any, ...]:
+        """The fact fields of the fact at ``row`` of the facts' columns."""
+        return tuple(
+            _time(int(column[row])) if name in _TIMES else self._strings[int(column[row])]
             for name, column in self._facts.items()
+        )
+
+    def _fact_fields(self, at: np.ndarray) -> list[Sequence[Any]]:
+        """The fact fields of the items at slots ``at`` (() for an episode's), each read when
+        first asked for."""
+        rows = self._fact_row[at].tolist()
+        return [
+            _StoredFactFields(self, row) if fact else ()
+            for fact, row in zip(self._is_fact[at].tolist(), rows, strict=True)
         ]
-        facts = iter(zip(*columns, strict=True))
-        return [next(facts) if fact else () for fact in is_fact.tolist()]
 
     def items(self, slots: Sequence[int]) -> list[object]:
         """The items at ``slots``, their columns read at once."""
         at = np.asarray(slots, dtype=np.int64)
-        text = {name: self._strings.many(self._columns[name][at].tolist()) for name in self._TEXTS}
+        strings = self._strings
+        text = {
+            # A few values, again and again: looked up in the strings kept once decoded.
+            name: list(map(strings.__getitem__, self._columns[name][at].tolist()))
+            if name in self._FEW
+            else strings.many(self._columns[name][at].tolist())
+            for name in self._TEXTS
+        }
         number = {name: self._columns[name][at].tolist() for name in self._NUMBERS}
         rows = zip(
             *text.values(),

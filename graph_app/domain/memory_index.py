@@ -450,40 +450,27 @@ class MemoryIndex(MemoryStore):
 
     def _ordered(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
         """The first ``n`` of ``slots`` sorted by value (descending), ties by ``tie_key``: the
-        order never depends on where a document happens to be stored, nor on its id."""
-        order = np.argsort(-values, kind="stable")
-        ordered = values[order]
+        order never depends on where a document happens to be stored, nor on its id. The key's
+        valid time and digest prefix are columns, sorted with the values at once; whole keys are
+        made only for documents equal in all three."""
+        a = self._arrays
+        newest, prefix = -a["start"][slots], a["tie"][slots]
+        order = np.lexsort((prefix, newest, -values))
         out: list[int] = slots[order].tolist()
         if len(out) < 2:
             return out[:n]
-        same = ordered[1:] == ordered[:-1]
+        value, newest, prefix = values[order], newest[order], prefix[order]
+        same = (value[1:] == value[:-1]) & (newest[1:] == newest[:-1]) & (prefix[1:] == prefix[:-1])
         if not same.any():
             return out[:n]
-        # Each run of equal values, from its first position to its last, sorted by tie-break
-        # key: only the tied documents' keys are made and compared.
         flags = np.concatenate(([False], same, [False])).astype(np.int8)
         edges = np.flatnonzero(np.diff(flags)).tolist()
+        key_of = self._ties.__getitem__
         for first, last in zip(edges[::2], edges[1::2], strict=True):
             if first >= n:
                 break  # runs past the first n do not change them
-            out[first : last + 1] = self._tie_sorted(out[first : last + 1])
+            out[first : last + 1] = sorted(out[first : last + 1], key=key_of)
         return out[:n]
-
-    def _tie_sorted(self, run: list[int]) -> list[int]:
-        """``run`` sorted by ``tie_key``: by valid time (the key's first part, a column) first,
-        the whole keys made only for documents whose valid times are equal too."""
-        newest = (-self._arrays["start"][run]).tolist()
-        order = sorted(range(len(run)), key=newest.__getitem__)
-        out = [run[i] for i in order]
-        times = [newest[i] for i in order]
-        key_of = self._ties.__getitem__
-        first = 0
-        for at in range(1, len(out) + 1):
-            if at == len(out) or times[at] != times[first]:
-                if at - first > 1:
-                    out[first:at] = sorted(out[first:at], key=key_of)
-                first = at
-        return out
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
         return [(s, utility[s]) for s in self._top(utility, n)]

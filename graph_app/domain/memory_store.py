@@ -18,7 +18,7 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.stored_columns import SlotList, Slots
-from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, tie_key
+from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, digest_prefix, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
 
 T = TypeVar("T")
@@ -26,15 +26,23 @@ T = TypeVar("T")
 #: An entity table: node -> item key -> value (a dict, or a restored index's ``StoredTable``).
 Table = MutableMapping[str, dict[str, T]]
 
-# Each visibility column's value for a slot that holds no document.
-VISIBILITY_FILL = {
+# Each per-slot column's value for a slot that holds no document: the visibility columns, and
+# the digest prefix (``tiebreak.digest_prefix``) by which sorts break ties as ``tie_key`` does.
+VISIBILITY_FILL: dict[str, bool | float | int] = {
     "present": False,
     "fact": False,
     "recorded": INF,
     "start": -INF,
     "until": INF,
     "closed": INF,
+    "tie": 0,
 }
+
+
+def slot_column(fill: bool | float | int, size: int) -> np.ndarray:
+    """A per-slot column of ``size`` slots holding ``fill``, of ``fill``'s type."""
+    dtype = bool if isinstance(fill, bool) else np.int64 if isinstance(fill, int) else np.float64
+    return np.full(size, fill, dtype=dtype)
 
 
 @dataclass(frozen=True)
@@ -112,14 +120,7 @@ class MemoryStore:
         # A restored index's payloads of stored slots, made at once from the columns.
         self._stored_payloads: Callable[[Sequence[int]], list[object]] | None = None
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).
-        self._arrays: dict[str, np.ndarray] = {
-            "present": np.zeros(64, dtype=bool),
-            "fact": np.zeros(64, dtype=bool),
-            "recorded": np.full(64, INF),
-            "start": np.full(64, -INF),
-            "until": np.full(64, INF),
-            "closed": np.full(64, INF),
-        }
+        self._arrays = {name: slot_column(fill, 64) for name, fill in VISIBILITY_FILL.items()}
 
     def __len__(self) -> int:
         return len(self.bm25)
@@ -194,13 +195,26 @@ class MemoryStore:
 
     def slot_payloads(self, slots: Sequence[int]) -> list[object]:
         """The payloads of the documents at ``slots``."""
+        return self.payload_reader(slots)(range(len(slots)))
+
+    def payload_reader(self, slots: Sequence[int]) -> Callable[[Sequence[int]], list[object]]:
+        """Reads, when called with positions in ``slots``, the payloads of the documents there
+        as they are now: those of documents in memory are taken now, those a restored index
+        makes from its stored columns (which never change) when asked for."""
+        at = list(slots)
         docs = self._slot_docs
         stored = self._stored_payloads
         if stored is None or not isinstance(docs, SlotList):
-            return [doc.payload for doc in map(docs.__getitem__, slots)]  # type: ignore[union-attr]
-        made = [slot for slot in slots if docs.made(slot)]
-        found = dict(zip(made, stored(made), strict=True))
-        return [found[s] if s in found else docs[s].payload for s in slots]
+            taken = [doc.payload for doc in map(docs.__getitem__, at)]  # type: ignore[union-attr]
+            return lambda positions: [taken[n] for n in positions]
+        held = {n: docs[s].payload for n, s in enumerate(at) if not docs.made(s)}
+
+        def read(positions: Sequence[int]) -> list[object]:
+            wanted = [n for n in positions if n not in held]
+            found = dict(zip(wanted, stored([at[n] for n in wanted]), strict=True))
+            return [held[n] if n in held else found[n] for n in positions]
+
+        return read
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
@@ -235,7 +249,7 @@ class MemoryStore:
         if slot >= len(a["present"]):
             size = max(slot + 1, 2 * len(a["present"]))
             for name, column in a.items():
-                grown = np.full(size, VISIBILITY_FILL[name], dtype=column.dtype)
+                grown = slot_column(VISIBILITY_FILL[name], size)
                 grown[: len(column)] = column
                 a[name] = grown
         a["present"][slot] = True
@@ -244,6 +258,7 @@ class MemoryStore:
         a["start"][slot] = doc.valid_from
         a["until"][slot] = doc.valid_until
         a["closed"][slot] = doc.closed_at
+        a["tie"][slot] = digest_prefix(doc.digest)
 
     def masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
         """(visible, stale) per slot. Stale: a fact hidden because it had been closed."""

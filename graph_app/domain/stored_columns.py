@@ -28,8 +28,9 @@ import numpy as np
 T = TypeVar("T")
 V = TypeVar("V")
 
-# Strings up to this many bytes are kept once decoded: tokens, entity names, kinds, ids.
-_KEPT_BYTES = 48
+# Strings up to this many bytes are kept once decoded: tokens, short entity names, kinds,
+# section titles (not ids, which are longer: there is one per document).
+_KEPT_BYTES = 32
 
 
 class StoredStrings:

@@ -29,6 +29,18 @@ def content_digest(fields: dict[str, object]) -> str:
     return hashlib.sha256(canonical_json(fields)).hexdigest()
 
 
+_SIGN = 1 << 63
+
+
+def digest_prefix(digest: str) -> int:
+    """The first 8 bytes of ``digest`` (UTF-8, zero-padded) as a signed 64-bit number ordered as
+    the strings are (UTF-8 keeps code point order): two digests whose prefixes differ compare as
+    their prefixes do, so sorts compare numbers and make whole keys only where prefixes match."""
+    return (
+        int.from_bytes(digest.encode("utf-8", "surrogatepass")[:8].ljust(8, b"\0"), "big") - _SIGN
+    )
+
+
 def tie_key(doc: MemoryDoc) -> TieKey:
     """Orders tied items: the most recent valid time first, then the content digest (then,
     for identical records only, the document key)."""
