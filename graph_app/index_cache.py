@@ -112,7 +112,7 @@ class ProjectIndex:
 
     def _start_over(self) -> None:
         self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
-        self.source = None
+        self.source, self.restored = None, -1
 
     def _restore(self, project: Project) -> None:
         snapshot = snapshot_read(project.pk)

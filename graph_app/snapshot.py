@@ -168,7 +168,10 @@ def snapshot_write(
 def _file_state(fd: int) -> tuple[int, ...]:
     """What changes when a file's bytes do: its inode, size and modification and status change
     times (the status change time cannot be set back by a writer)."""
-    state = os.fstat(fd)
+    return _state_of(os.fstat(fd))
+
+
+def _state_of(state: os.stat_result) -> tuple[int, ...]:
     return (state.st_dev, state.st_ino, state.st_size, state.st_mtime_ns, state.st_ctime_ns)
 
 
@@ -184,9 +187,18 @@ class MappedSnapshot:
 
     def unchanged(self) -> bool:
         try:
-            return _file_state(self._fd) == self._state
+            now = os.fstat(self._fd)
         except OSError:
             return False
+        state = _state_of(now)
+        if state == self._state:
+            return True
+        # Replaced by a newer snapshot renamed into place: the old file, unlinked, changed its
+        # status time and nothing else (and no one can open it any more to write it).
+        if now.st_nlink == 0 and state[:4] == self._state[:4]:
+            self._state = state
+            return True
+        return False
 
     def __del__(self) -> None:
         os.close(self._fd)

@@ -119,6 +119,38 @@ def test_a_snapshot_written_in_place_while_it_is_restored_is_ignored(
     assert "changed while read" in caplog.text
 
 
+def test_a_snapshot_written_in_place_after_it_was_restored_is_dropped(snapshots, graph, caplog):
+    """A restored index reads its columns from the mapped file for as long as it lives: a file
+    written in place later (its bytes no longer the ones verified) is never read again; the
+    next compile rebuilds from the rows and answers the same."""
+    built = _compile(graph)
+    compiler_cache_clear()
+    assert _compile(graph) == built
+    assert _stats(graph)["restored"] >= 0  # loaded from the file, read in place
+    path = _file_of(graph)
+    with path.open("r+b") as out:
+        out.seek(0, 2)
+        out.write(b"\0")
+    assert _compile(graph) == built
+    stats = _stats(graph)
+    assert stats["restored"] == -1 and stats["rows_read"] > 0
+    assert "changed: rebuilt" in caplog.text
+
+
+def test_a_restored_index_answers_after_its_file_is_replaced(snapshots, graph):
+    """Snapshots are replaced by renaming a new file into place: the index restored from the
+    old one keeps reading the old file's pages (unlinked, still mapped), undisturbed."""
+    built = _compile(graph)
+    compiler_cache_clear()
+    _compile(graph)
+    path = _file_of(graph)
+    replacement = path.with_suffix(".new")
+    replacement.write_bytes(b"not a snapshot")
+    replacement.replace(path)
+    assert _compile(graph) == built
+    assert _stats(graph)["restored"] >= 0
+
+
 def test_no_snapshot_below_the_row_threshold(settings, snapshots, graph):
     settings.COMPILER_SNAPSHOT_MIN_ROWS = 1000
     _compile(graph)

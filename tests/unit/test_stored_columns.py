@@ -1,0 +1,123 @@
+"""Columns read in place (graph_app/domain/stored_columns.py, postings.py): a restored index's
+strings, per-slot lists, tables and postings read back exactly what was written, take later
+changes as the dicts and lists they stand for would, and refuse columns that do not fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graph_app.domain.index_columns import StringTable
+from graph_app.domain.postings import Postings
+from graph_app.domain.stored_columns import SlotList, StoredStrings, StoredTable
+
+TEXTS = ["fact:1", "", "naïve café", "\ud800 lone surrogate", "nul\x00inside", "日本語", "fact:1x"]
+
+
+def _stored(texts: list[str]) -> tuple[StoredStrings, np.ndarray]:
+    table = StringTable()
+    ids = table.ids(texts)
+    columns = table.columns()
+    return StoredStrings(columns["strings.text"], columns["strings.ends"]), ids
+
+
+def test_strings_come_back_exactly_one_by_one_and_many_at_once():
+    strings, ids = _stored(TEXTS)
+    assert [strings[int(i)] for i in ids] == TEXTS
+    assert strings.many(ids.tolist()) == TEXTS
+    assert strings.many([-1, int(ids[2])]) == [None, "naïve café"]
+    assert strings[-1] is None
+
+
+def test_a_span_of_ascii_keys_is_decoded_at_once_and_a_span_of_others_one_by_one():
+    strings, _ = _stored(["fact:a", "fact:bb", "episode:c"])
+    assert strings.span(0, 3) == ["fact:a", "fact:bb", "episode:c"]
+    other, _ = _stored(["é", "fact:b"])
+    assert other.span(0, 2) == ["é", "fact:b"]
+
+
+def test_ends_cutting_a_character_read_as_replacement_never_raise():
+    text = np.frombuffer("é".encode(), dtype=np.uint8)  # two bytes
+    strings = StoredStrings(text, np.array([1, 2], dtype=np.int64))
+    assert strings[0] == "\ufffd" and strings.many([1]) == ["\ufffd"]
+
+
+@pytest.mark.parametrize(
+    "ends",
+    [[3, 2, 5], [1, 2, 9], [-1, 5]],
+    ids=["backwards", "past the text", "negative"],
+)
+def test_ends_that_do_not_fit_the_text_are_refused(ends):
+    text = np.frombuffer(b"hello", dtype=np.uint8)
+    with pytest.raises(ValueError, match="ends do not match"):
+        StoredStrings(text, np.array(ends, dtype=np.int64))
+
+
+def test_a_number_past_the_table_is_refused():
+    strings, _ = _stored(["a", "b"])
+    with pytest.raises(ValueError, match="past the table"):
+        strings.check(np.array([0, 2], dtype=np.int32), "doc.kind")
+    with pytest.raises(ValueError, match="past the table"):
+        strings.check(np.array([-1], dtype=np.int32), "doc.key", none=False)
+
+
+def test_a_slot_list_makes_stored_slots_and_holds_what_is_written_or_added():
+    made: list[int] = []
+
+    def make(slot: int) -> str:
+        made.append(slot)
+        return f"stored {slot}"
+
+    slots = SlotList(3, make, cache=8)
+    assert slots[1] == "stored 1" and slots[1] == "stored 1" and made == [1]  # kept once made
+    slots[1] = "written"
+    slots.append("added")
+    assert list(slots) == ["stored 0", "written", "stored 2", "added"]
+    assert slots == ["stored 0", "written", "stored 2", "added"]
+    assert slots[-1] == "added" and len(slots) == 4
+    assert [slots.made(s) for s in range(4)] == [True, False, True, False]
+    with pytest.raises(IndexError):
+        slots[4]
+
+
+def test_a_stored_table_makes_each_node_once_and_changes_it_in_place():
+    runs = {"a": {"k1": 1}, "b": {"k2": 2, "k3": 3}}
+    calls: list[tuple[int, int]] = []
+
+    def rows(start: int, end: int) -> dict[str, int]:
+        calls.append((start, end))
+        return dict(runs["a" if start == 0 else "b"])
+
+    table: StoredTable[int] = StoredTable(["a", "b"], [1, 3], rows)
+    assert table["b"] == {"k2": 2, "k3": 3} and table.get("b") is table["b"]
+    assert calls == [(1, 3)]
+    table.get("a", {}).pop("k1")
+    table.setdefault("c", {})["k4"] = 4
+    assert dict(table) == {"a": {}, "b": {"k2": 2, "k3": 3}, "c": {"k4": 4}}
+    assert table.get("missing") is None and "missing" not in table and len(table) == 3
+    del table["b"]
+    assert list(table) == ["a", "c"]
+
+
+def test_stored_postings_read_in_place_then_change_like_dicts():
+    stored = Postings(
+        ["order", "email"],
+        np.array([2, 3], dtype=np.int64),
+        np.array([0, 4, 2], dtype=np.int32),
+        np.array([1, 2, 1], dtype=np.int32),
+    )
+    fresh = Postings()
+    for term, slot, tf in [("order", 0, 1), ("order", 4, 2), ("email", 2, 1)]:
+        fresh.add(term, slot, tf)
+    assert stored == fresh and stored.frequency("order") == 2
+    run = stored.run("order")
+    assert run is not None and run[0].tolist() == [0, 4] and run[1].tolist() == [1, 2]
+    for each in (stored, fresh):
+        each.remove("order", 0)
+        each.add("order", 1, 3)
+        each.remove("email", 2)
+        each.add("database", 5, 1)
+    assert stored == fresh
+    assert stored.as_dicts() == {"database": {5: 1}, "order": {1: 3, 4: 2}}
+    assert stored.run("email") is None and stored.frequency("email") == 0
+    assert sorted(stored.terms()) == ["database", "order"]
