@@ -46,10 +46,10 @@ turns that came only as a preview); mean_cited; compile_p50_ms. "categories": pe
 category, questions, recall_all, full_all, answer_contained. Also "budget" and "profile".
 "semantic": whether the semantic backend ranked (--semantic). With --reference: "references" (bm25, dense, hybrid: each "overall", "conversations" and
 "categories" as above, compile_p50_ms timed end to end), "margin_vs_hybrid" (the compiler's
-full_all and answer_contained minus the hybrid's) and "timing" (per question, end to end, over every conversation:
-"ours", "bm25", "dense", "hybrid" each {"p50_ms", "p95_ms"} by nearest rank, and "ratio_p50" /
-"ratio_p95": ours over bm25); with --cross-validate, "reference" holds the hybrid's full_all and the
-cross-validated figure's margin over it."""
+full_all and answer_contained minus the hybrid's) and "timing" (per question, end to end, over
+every conversation: "ours", "bm25", "dense", "hybrid" each {"p50_ms", "p95_ms"} by nearest rank,
+and "ratio_p50" / "ratio_p95": ours over bm25); with --cross-validate, "reference" holds the
+hybrid's full_all and the cross-validated figure's margin over it."""
 
 
 class Command(BaseCommand):
