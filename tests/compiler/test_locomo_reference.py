@@ -98,12 +98,12 @@ def test_every_reference_delivers_whole_turn_lines_within_the_budget():
         )
         references = References(turns)
         whole = set(turns.lines)
-        asked = questions[:20]
-        for orders in references.orders([q["question"] for q in asked]):
-            assert set(orders) == set(REFERENCES)
-            for order in orders.values():
+        for qa in questions[:20]:
+            for name in REFERENCES:
+                order = references.order(name, qa["question"])
                 assert sorted(order.tolist()) == list(range(len(turns.lines)))
-                result, _ms = references.delivered(order, BUDGET)
+                result, ms = references.answer(name, qa["question"], BUDGET)
+                assert ms > 0 and result == references.delivered(order, BUDGET)
                 delivered = result["markdown"].split("\n")
                 assert result["markdown"] and set(delivered) <= whole
                 assert len(delivered) == len(set(delivered)) == len(result["items"])
@@ -135,5 +135,15 @@ def test_locomo_eval_reports_the_references_beside_the_compiler():
     assert margin["answer_contained"] == pytest.approx(
         ours["answer_contained"] - hybrid["answer_contained"], abs=1e-4
     )
+    # every question timed end to end, ours and each reference; the ratio is ours over bm25
+    timing = report["timing"]
+    assert set(timing) == {"ours", *REFERENCES, "ratio_p50", "ratio_p95"}
+    for name in ("ours", *REFERENCES):
+        assert 0 < timing[name]["p50_ms"] <= timing[name]["p95_ms"]
+    for p in ("p50", "p95"):
+        ratio = timing["ours"][f"{p}_ms"] / timing["bm25"][f"{p}_ms"]
+        assert timing[f"ratio_{p}"] == pytest.approx(ratio, rel=1e-3)
     table = "\n".join(reference_table(report))
     assert all(name in table for name in ("ours", *REFERENCES)) and "ours - hybrid" in table
+    assert f"compile p50 ours {timing['ours']['p50_ms']:.2f} ms" in table
+    assert f"{timing['ratio_p50']:.1f}x" in table
