@@ -193,10 +193,6 @@ class MemoryStore:
             else:
                 del self._titled[term]  # no title has it any more
 
-    def slot_payloads(self, slots: Sequence[int]) -> list[object]:
-        """The payloads of the documents at ``slots``."""
-        return self.payload_reader(slots)(range(len(slots)))
-
     def payload_reader(self, slots: Sequence[int]) -> Callable[[Sequence[int]], list[object]]:
         """Reads, when called with positions in ``slots``, the payloads of the documents there
         as they are now: those of documents in memory are taken now, those a restored index
