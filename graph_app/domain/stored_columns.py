@@ -112,7 +112,9 @@ class Runs:
 
     def __init__(self, strings: StoredStrings, ids: np.ndarray, ends: np.ndarray, n: int) -> None:
         strings.check(ids, "runs", none=False)
-        if len(ends) != n or (n and (int(ends[-1]) != len(ids) or (np.diff(ends) < 0).any())):
+        if len(ends) != n or (
+            n and (int(ends[-1]) != len(ids) or int(ends[0]) < 0 or (np.diff(ends) < 0).any())
+        ):
             raise ValueError("runs: columns do not fit together")
         self._strings = strings
         self._ids = ids

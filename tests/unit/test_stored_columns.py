@@ -9,7 +9,7 @@ import pytest
 
 from graph_app.domain.index_columns import StringTable
 from graph_app.domain.postings import Postings
-from graph_app.domain.stored_columns import SlotList, StoredStrings, StoredTable
+from graph_app.domain.stored_columns import Runs, SlotList, StoredStrings, StoredTable
 
 TEXTS = ["fact:1", "", "naïve café", "\ud800 lone surrogate", "nul\x00inside", "日本語", "fact:1x"]
 
@@ -59,6 +59,20 @@ def test_a_number_past_the_table_is_refused():
         strings.check(np.array([0, 2], dtype=np.int32), "doc.kind")
     with pytest.raises(ValueError, match="past the table"):
         strings.check(np.array([-1], dtype=np.int32), "doc.key", none=False)
+
+
+@pytest.mark.parametrize("ends", [[1, 0, 2], [-1, 2, 2], [1, 2, 3]])
+def test_runs_whose_ends_do_not_fit_their_strings_are_refused(ends):
+    strings, ids = _stored(["a", "b"])
+    with pytest.raises(ValueError, match="runs: columns do not fit"):
+        Runs(strings, ids, np.array(ends, dtype=np.int64), 3)
+
+
+def test_runs_come_back_as_tuples_of_their_strings():
+    strings, ids = _stored(["payment", "service", "ledger"])
+    runs = Runs(strings, ids[[0, 1, 2, 0]], np.array([2, 2, 4], dtype=np.int64), 3)
+    assert [runs[r] for r in range(3)] == [("payment", "service"), (), ("ledger", "payment")]
+    assert runs.lengths() == [2, 0, 2]
 
 
 def test_a_slot_list_makes_stored_slots_and_holds_what_is_written_or_added():
