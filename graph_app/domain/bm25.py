@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -160,6 +160,15 @@ class BM25Index:
         self._dirty = False
 
     # -- scoring -------------------------------------------------------------------------
+
+    def terms(self) -> Iterator[str]:
+        """Every term some document holds."""
+        return self._postings.terms()
+
+    @property
+    def vocabulary(self) -> int:
+        """A number that moves whenever ``terms`` changes."""
+        return self._postings.vocabulary
 
     def document_frequency(self, term: str) -> int:
         """How many documents hold ``term`` (0: the index does not know it)."""

@@ -42,7 +42,7 @@ from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_store import MemoryStore, Visibility
 from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
 from graph_app.domain.related_terms import FIXED_TERMS, related_shares
-from graph_app.domain.termvectors import term_vectors
+from graph_app.domain.termvectors import CorpusRows, TermVectors, term_vectors
 from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import (
     identifiers,
@@ -194,6 +194,7 @@ class MemoryIndex(MemoryStore):
         def excluded(term: str) -> bool:
             return term in query or term in titled or term in FIXED_TERMS
 
+        among = self._corpus_rows(table)
         out = []
         for term in sorted(query):
             if term in titled or term in FIXED_TERMS:
@@ -204,10 +205,22 @@ class MemoryIndex(MemoryStore):
                 min_similarity=params.related_min,
                 limit=params.related_terms,
                 exclude=excluded,
+                among=among,
             )
             if near:
                 out.append((term, near))
         return out
+
+    def _corpus_rows(self, table: TermVectors) -> CorpusRows:
+        """The table's rows of this index's terms, made again when its terms change."""
+        made = self._corpus
+        if made is None or made[0] != self.bm25.vocabulary or made[1] is not table:
+            made = self._corpus = (
+                self.bm25.vocabulary,
+                table,
+                table.corpus_rows(self.bm25.terms()),
+            )
+        return made[2]
 
     def _with_related(
         self,

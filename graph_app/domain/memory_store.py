@@ -18,6 +18,7 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.stored_columns import SlotList, Slots
+from graph_app.domain.termvectors import CorpusRows
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, digest_prefix, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
 
@@ -117,6 +118,8 @@ class MemoryStore:
         self._out_refs: Table[tuple[str, int]] = {}
         self._streams: MutableMapping[str, dict[int, str]] = {}
         self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
+        # The related-terms table's rows of this index's terms, and the vocabulary they are of.
+        self._corpus: tuple[int, object, CorpusRows] | None = None
         # A restored index's payloads of stored slots, made at once from the columns.
         self._stored_payloads: Callable[[Sequence[int]], list[object]] | None = None
         # Per-slot columns for visibility, kept in step with the documents (grown by doubling).

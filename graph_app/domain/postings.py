@@ -34,6 +34,8 @@ class Postings:
         # Terms written since (copied from their run once), and their runs made for queries.
         self._changed: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, Run] = {}
+        # Moves whenever a term comes to be held by some document or by none.
+        self.vocabulary = 0
 
     def _stored(self, term: str) -> Run | None:
         run = self._run.get(term)
@@ -55,10 +57,14 @@ class Postings:
         return changed
 
     def add(self, term: str, slot: int, frequency: int) -> None:
-        self._changing(term)[slot] = frequency
+        posting = self._changing(term)
+        self.vocabulary += not posting
+        posting[slot] = frequency
 
     def remove(self, term: str, slot: int) -> None:
-        self._changing(term).pop(slot, None)
+        posting = self._changing(term)
+        if posting.pop(slot, None) is not None and not posting:
+            self.vocabulary += 1
 
     def frequency(self, term: str) -> int:
         """How many documents hold ``term``."""

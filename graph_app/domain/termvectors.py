@@ -14,7 +14,8 @@ float16 and computed with as float32. Pure Python + numpy: no Django import.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
@@ -26,6 +27,21 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "term_vectors.n
 # Neighbours are looked up among the table's terms above this similarity, then filtered to the
 # terms a corpus holds; a query's call asks for as high or higher (``RankParams.related_min``).
 FLOOR = 0.4
+_NONE = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+
+
+def _similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Each row of ``matrix`` dotted with ``vector``, row by row: a row's similarity is the same
+    float whichever other rows are in the matrix (a BLAS product's may differ in the last bit)."""
+    return np.einsum("ij,j->i", matrix, vector)
+
+
+@dataclass(frozen=True)
+class CorpusRows:
+    """The table's rows of one corpus's terms (ascending) and their vectors."""
+
+    rows: np.ndarray
+    vectors: np.ndarray
 
 
 class TermVectors:
@@ -76,9 +92,9 @@ class TermVectors:
         if cached is None:
             row = self.row.get(term)
             if row is None:
-                cached = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+                cached = _NONE
             else:
-                sims = self.vectors @ self.vectors[row]
+                sims = _similarities(self.vectors, self.vectors[row])
                 sims[row] = -1.0  # not its own neighbour
                 hit = np.flatnonzero(sims >= FLOOR)
                 # Rows are in term order (the constructor checks it): a stable sort by
@@ -87,6 +103,27 @@ class TermVectors:
                 cached = (hit.astype(np.int32), sims[hit])
             self._near[term] = cached
         return cached
+
+    def corpus_rows(self, terms: Iterable[str]) -> CorpusRows:
+        """The rows of the table's terms among ``terms``, to look neighbours up among them."""
+        rows = np.array(sorted({self.row[t] for t in terms if t in self.row}), dtype=np.int64)
+        return CorpusRows(rows, np.ascontiguousarray(self.vectors[rows]))
+
+    def _nearest_among(self, term: str, among: CorpusRows) -> tuple[np.ndarray, np.ndarray]:
+        """``_nearest(term)`` restricted to ``among``'s rows: from its cache when the term was
+        looked up in the whole table before, else computed over those rows alone (a corpus
+        holds a fraction of the table's terms)."""
+        cached = self._near.get(term)
+        if cached is not None:
+            keep = np.isin(cached[0], among.rows)
+            return cached[0][keep], cached[1][keep]
+        row = self.row.get(term)
+        if row is None:
+            return _NONE
+        sims = _similarities(among.vectors, self.vectors[row])
+        hit = np.flatnonzero((sims >= FLOOR) & (among.rows != row))
+        hit = hit[np.argsort(-sims[hit], kind="stable")]
+        return among.rows[hit].astype(np.int32), sims[hit]
 
     def near(self, term: str) -> tuple[tuple[str, float], ...]:
         """The table's terms above the floor similarity to ``term``, nearest first (ties by
@@ -103,13 +140,16 @@ class TermVectors:
         min_similarity: float,
         limit: int,
         exclude: Callable[[str], object] = lambda _t: False,
+        among: CorpusRows | None = None,
     ) -> list[tuple[str, float]]:
         """Up to ``limit`` terms nearest to ``term`` with a similarity of at least
         ``min_similarity`` (not below ``FLOOR``: nothing under it is kept) that ``known``
-        accepts (a corpus's own terms) and ``exclude`` does not, nearest first."""
+        accepts (a corpus's own terms) and ``exclude`` does not, nearest first. ``among``: the
+        corpus's rows (``corpus_rows``), which hold every term ``known`` accepts: the same
+        answer, computed over fewer rows."""
         if min_similarity < FLOOR:
             raise ValueError(f"min_similarity: must be at least {FLOOR}")
-        rows, sims = self._nearest(term)
+        rows, sims = self._nearest(term) if among is None else self._nearest_among(term, among)
         terms = self.terms
         out: list[tuple[str, float]] = []
         for i, sim in zip(rows.tolist(), sims.tolist(), strict=True):

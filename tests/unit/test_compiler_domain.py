@@ -772,3 +772,30 @@ def test_shipped_term_vectors_relate_meanings_and_are_unit_length():
     # Irregular forms the stemmer keeps apart read as one another.
     assert table.similarity("went", "go") > 0.6
     assert table.similarity("took", "take") > 0.6
+
+
+def test_neighbours_among_a_corpus_rows_are_those_filtered_from_the_whole_table():
+    """Looked up over a corpus's own rows (fewer), a term's neighbours are the very ones, with
+    the very similarities, that the whole table's lookup gives once filtered to the corpus;
+    whether the term was looked up in the whole table before or not."""
+    from graph_app.domain.termvectors import TermVectors, term_vectors
+
+    shipped = term_vectors()
+    corpus = set(shipped.terms[::7]) | {"dog", "spain", "england", "pup", "go"}
+    queries = ["puppi", "countri", "went", "invoic", "zzz-unknown", *shipped.terms[3::97][:60]]
+
+    def lookups(table: TermVectors, among=None) -> list[list[tuple[str, float]]]:
+        return [
+            table.neighbours(
+                term, known=corpus.__contains__, min_similarity=0.45, limit=5, among=among
+            )
+            for term in queries
+        ]
+
+    fresh = TermVectors(shipped.terms, shipped.vectors)
+    among = fresh.corpus_rows(corpus)
+    cold = lookups(fresh, among)  # nothing cached: computed over the corpus's rows
+    whole = lookups(fresh)  # the whole table, now cached per term
+    warm = lookups(fresh, among)  # from that cache, filtered
+    assert cold == whole == warm
+    assert "dog" in [term for term, _ in cold[0]]  # puppi
