@@ -99,9 +99,7 @@ def _visible(
     index = entry.index
     if known.timestamp() < entry.max_recorded:
         # Replay: the statistics of the memory as it had been recorded by then.
-        index = index.subset(
-            key for key, doc in index.docs.items() if doc.recorded_at <= known.timestamp()
-        )
+        index = index.subset(index.recorded_by(known.timestamp()))
     views: dict[str, FactOut] = {}
     if not params.include_superseded:
         # Each line shows the fact as then known, hash included.

@@ -36,7 +36,7 @@ from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.memory_store import VISIBILITY_FILL, slot_column
 from graph_app.domain.postings import Postings
 from graph_app.domain.stored_columns import Runs, SlotList, StoredStrings, StoredTable
-from graph_app.domain.tiebreak import TieKey
+from graph_app.domain.tiebreak import TieKey, tie_of
 
 Arrays = dict[str, np.ndarray]
 _NO_POSITION = np.iinfo(np.int64).min
@@ -329,7 +329,7 @@ class _StoredDocs:
     def tie(self, slot: int) -> TieKey:
         """``tie_key`` of the document at ``slot``, from its columns."""
         digest = cast(str, self._strings[int(self._columns["digest"][slot])])
-        return (-float(self._columns["valid_from"][slot]), digest, self.keys[slot])
+        return tie_of(float(self._columns["valid_from"][slot]), digest, self.keys[slot])
 
 
 def _bm25_restore(

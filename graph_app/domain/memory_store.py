@@ -196,6 +196,15 @@ class MemoryStore:
             else:
                 del self._titled[term]  # no title has it any more
 
+    def recorded_by(self, instant: float) -> list[str]:
+        """The keys of the documents recorded by ``instant`` (POSIX seconds), in slot order,
+        read from the per-slot columns (no document is made)."""
+        n = self.bm25.n_slots
+        a = self._arrays
+        slots = np.flatnonzero(a["present"][:n] & (a["recorded"][:n] <= instant)).tolist()
+        keys = self.bm25.key
+        return [key for key in map(keys, slots) if key is not None]
+
     def payload_reader(self, slots: Sequence[int]) -> Callable[[Sequence[int]], list[object]]:
         """Reads, when called with positions in ``slots``, the payloads of the documents there
         as they are now: those of documents in memory are taken now, those a restored index

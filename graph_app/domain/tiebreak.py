@@ -44,4 +44,9 @@ def digest_prefix(digest: str) -> int:
 def tie_key(doc: MemoryDoc) -> TieKey:
     """Orders tied items: the most recent valid time first, then the content digest (then,
     for identical records only, the document key)."""
-    return (-doc.valid_from, doc.digest, doc.key)
+    return tie_of(doc.valid_from, doc.digest, doc.key)
+
+
+def tie_of(valid_from: float, digest: str, key: str) -> TieKey:
+    """``tie_key`` of a document given by its parts (a restored index's, from its columns)."""
+    return (-valid_from, digest, key)
