@@ -134,6 +134,6 @@ def stage_lines(profile: dict[str, Any]) -> list[str]:
         f"{profile['total_mean_ms']:.3f} ms, p50 {profile['total_p50_ms']:.3f} ms):"
     ]
     for stage, figures in profile["stages"].items():
-        lines.append(f"  {stage:<14} {figures['p50_ms']:8.3f} ms  {100 * figures['share']:5.1f} %")
+        lines.append(f"  {stage:<14} {figures['mean_ms']:8.3f} ms  {100 * figures['share']:5.1f} %")
     lines.append(f"  receipt inserts per delivery: {profile['receipt_inserts_per_delivery']}")
     return lines
