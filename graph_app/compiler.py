@@ -42,6 +42,7 @@ from memoryproject.models import Project
 from memoryproject.quarantine import items_released
 from memoryproject.screening import quarantined_out
 from memoryproject.timeutil import utcnow
+from memoryproject.tokens import count_tokens
 
 TITLE = "# Memory context"
 # The bundle's head: its title and, before any item, what the spotlight marks mean.
@@ -316,11 +317,13 @@ def _pack(ranked: _Ranked, budget: int) -> _Bundle:
         sections=[FACTS_SECTION],
         preview=preview,
         full_share=ranked.profile.full_share,
+        # A bundle is counted once: not kept in the cache of lines and previews.
+        count_whole=count_tokens,
     )
     if not section or not packed.markdown:
         return _Bundle(packed, [])
     markdown = packed.markdown + section
-    tokens = counted_tokens(markdown)
+    tokens = count_tokens(markdown)
     if tokens > budget:  # the join may count a token more than its parts: never over budget
         return _Bundle(packed, [])
     shown = section.count("\n- QUARANTINED ")

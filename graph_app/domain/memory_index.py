@@ -121,12 +121,14 @@ class MemoryIndex(MemoryStore):
             return Ranking(
                 ranked=[], suppressed_stale=suppressed, terms=tuple(terms), related=shares
             )
-        scores = self._with_feedback(pool, terms, relevance, params)
+        pooled_at = np.asarray(pool, dtype=np.int64)
+        scores = self._with_feedback(pooled_at, terms, relevance, params)
         if similar:
-            self._fuse_dense(scores, similar, params)
-        top = self._best(scores, params.candidates)
-        best = top[0][1] if top else 1.0
-        utility: dict[int, float] = {slot: value / best for slot, value in top}
+            scores = self._fuse_dense(pooled_at, scores, similar, params)
+        top_slots, top_values = self._largest_pairs(pooled_at, scores, params.candidates)
+        best = float(top_values[0]) if len(top_values) else 1.0
+        top = list(zip(top_slots.tolist(), (top_values / best).tolist(), strict=True))
+        utility: dict[int, float] = dict(top)
 
         # One byte per slot: looked up item by item, a bytes object is much faster than numpy.
         shown = visible.tobytes()
@@ -254,15 +256,23 @@ class MemoryIndex(MemoryStore):
         return dict(zip(chosen, scaled.tolist(), strict=True))
 
     def _fuse_dense(
-        self, scores: dict[int, float], similar: dict[int, float], params: RankParams
-    ) -> None:
-        """Adds to each similar item's lexical score (BM25 with feedback) its scaled similarity
-        x ``semantic_weight`` x the best lexical score: a turn in other words can rank among
-        the best, one that matches both ways rises above those matching one way."""
-        peak = max(scores.values(), default=0.0)
+        self,
+        slots: np.ndarray,
+        scores: np.ndarray,
+        similar: dict[int, float],
+        params: RankParams,
+    ) -> np.ndarray:
+        """The lexical ``scores`` (BM25 with feedback) of the pool's ``slots``, each similar
+        item's plus its scaled similarity x ``semantic_weight`` x the best lexical score: a
+        turn in other words can rank among the best, one that matches both ways rises above
+        those matching one way. Every similar item is in the pool."""
+        peak = float(scores.max()) if len(scores) else 0.0
         scale = params.semantic_weight * (peak if peak > 0 else 1.0)
+        fused = scores.copy()
+        at = {slot: i for i, slot in enumerate(slots.tolist())}
         for slot, share in similar.items():
-            scores[slot] = scores.get(slot, 0.0) + scale * share
+            fused[at[slot]] += scale * share
+        return fused
 
     def _derived(self, query: str, terms: list[str], params: RankParams) -> list[str]:
         """``terms`` with the stem of each unknown word of the query that extends a known stem
@@ -283,25 +293,24 @@ class MemoryIndex(MemoryStore):
         return [found.get(t, t) for t in terms] if found else terms
 
     def _with_feedback(
-        self, pool: list[int], terms: list[str], relevance: np.ndarray, params: RankParams
-    ) -> dict[int, float]:
-        """Scores of the pool, with the most distinctive terms of its best items added to the
-        query at a lower weight (pseudo-relevance feedback)."""
-        slots = np.asarray(pool, dtype=np.int64)
+        self, slots: np.ndarray, terms: list[str], relevance: np.ndarray, params: RankParams
+    ) -> np.ndarray:
+        """Scores of the pool's ``slots``, with the most distinctive terms of its best items
+        added to the query at a lower weight (pseudo-relevance feedback)."""
         base = relevance[slots]
-        if not (pool and params.prf_docs and params.prf_terms and params.prf_weight > 0):
-            return dict(zip(pool, base.tolist(), strict=True))
+        if not (len(slots) and params.prf_docs and params.prf_terms and params.prf_weight > 0):
+            return base
         # Feedback comes from the best items by words (an item found only by its sentence
         # vector, appended to the pool, shares no query word to vouch for its others).
-        sources = [s for s in pool[: params.prf_docs] if relevance[s] > 0]
+        sources = [s for s in slots[: params.prf_docs].tolist() if relevance[s] > 0]
         expansion = self._feedback_terms(sources, terms, params)
         if not expansion:
-            return dict(zip(pool, base.tolist(), strict=True))
-        extra = np.zeros(len(pool))
+            return base
+        extra = np.zeros(len(slots))
         norm = self.bm25.norms(slots, b=params.length_norm)
         for term, weight in expansion:
             extra += weight * self.bm25.term_scores(term, slots, b=params.length_norm, norm=norm)
-        return dict(zip(pool, (base + extra).tolist(), strict=True))
+        return base + extra
 
     def _named_entities(self, query: str) -> list[str]:
         """The entities of the graph the query names (whole words or identifiers)."""
@@ -437,53 +446,55 @@ class MemoryIndex(MemoryStore):
         if params.stream_window <= 0 or params.stream_weight <= 0:
             return
         sources = self._best(utility, params.stream_sources)
+        # Each offset's two positions, and the weight and offset of a neighbour's share there.
+        steps = [
+            (delta, factor * params.stream_weight, offset)
+            for offset in range(1, params.stream_window + 1)
+            for delta, factor in ((-offset, params.stream_backward), (offset, 1.0))
+        ]
+        docs, streams, slot_of = self._slot_docs, self._streams, self.bm25.slots
         lent: dict[int, float] = {}
         for slot, value in sources:
-            doc = self._slot_docs[slot]
+            doc = docs[slot]
             if doc is None or doc.stream is None or doc.position is None:
                 continue
-            stream = self._streams.get(doc.stream, {})
-            for offset in range(1, params.stream_window + 1):
-                for position, factor in (
-                    (doc.position - offset, params.stream_backward),
-                    (doc.position + offset, 1.0),
-                ):
-                    key = stream.get(position)
-                    if key is None:
-                        continue
-                    neighbour = self.bm25.slot(key)
-                    if neighbour is None or not visible[neighbour]:
-                        continue
-                    share = factor * params.stream_weight * value / offset
-                    lent[neighbour] = max(lent.get(neighbour, 0.0), share)
+            stream, position = streams.get(doc.stream, {}), doc.position
+            for delta, weight, offset in steps:
+                key = stream.get(position + delta)
+                if key is None:
+                    continue
+                neighbour = slot_of.get(key)
+                if neighbour is None or not visible[neighbour]:
+                    continue
+                lent[neighbour] = max(lent.get(neighbour, 0.0), weight * value / offset)
         # Each slot is lent to once (the max above), so the order of these additions cannot
         # change a sum.
         for slot, share in lent.items():
             utility[slot] = utility.get(slot, 0.0) + share
 
-    def _ordered(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
-        """The first ``n`` of ``slots`` sorted by value (descending), ties by ``tie_key``: the
-        order never depends on where a document happens to be stored, nor on its id. The key's
-        valid time and digest prefix are columns, sorted with the values at once; whole keys are
-        made only for documents equal in all three."""
+    def _ordered(self, slots: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+        """The positions in ``slots`` of its first ``n`` sorted by value (descending), ties by
+        ``tie_key``: the order never depends on where a document happens to be stored, nor on
+        its id. The key's valid time and digest prefix are columns, sorted with the values at
+        once; whole keys are made only for documents equal in all three."""
         a = self._arrays
         newest, prefix = -a["start"][slots], a["tie"][slots]
         order = np.lexsort((prefix, newest, -values))
-        out: list[int] = slots[order].tolist()
-        if len(out) < 2:
-            return out[:n]
+        if len(order) < 2:
+            return order[:n]
         value, newest, prefix = values[order], newest[order], prefix[order]
         same = (value[1:] == value[:-1]) & (newest[1:] == newest[:-1]) & (prefix[1:] == prefix[:-1])
         if not same.any():
-            return out[:n]
+            return order[:n]
         flags = np.concatenate(([False], same, [False])).astype(np.int8)
         edges = np.flatnonzero(np.diff(flags)).tolist()
-        key_of = self._ties.__getitem__
+        ties = self._ties
         for first, last in zip(edges[::2], edges[1::2], strict=True):
             if first >= n:
                 break  # runs past the first n do not change them
-            out[first : last + 1] = sorted(out[first : last + 1], key=key_of)
-        return out[:n]
+            run = order[first : last + 1].tolist()
+            order[first : last + 1] = sorted(run, key=lambda i: ties[int(slots[i])])
+        return order[:n]
 
     def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
         return [(s, utility[s]) for s in self._top(utility, n)]
@@ -507,10 +518,18 @@ class MemoryIndex(MemoryStore):
 
     def _largest(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
         """The ``n`` of ``slots`` with the largest ``values``, best first, ties by ``tie_key``."""
+        slots, values = self._largest_pairs(slots, values, n)
+        return slots.tolist()
+
+    def _largest_pairs(
+        self, slots: np.ndarray, values: np.ndarray, n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``_largest``'s slots with their values."""
         if not len(slots) or n <= 0:
-            return []
+            return slots[:0], values[:0]
         if len(slots) > n:
             threshold = np.partition(values, len(values) - n)[len(values) - n]
             keep = values >= threshold
             slots, values = slots[keep], values[keep]
-        return self._ordered(slots, values, n)
+        at = self._ordered(slots, values, n)
+        return slots[at], values[at]

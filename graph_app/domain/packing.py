@@ -203,12 +203,15 @@ def pack(
     sections: Sequence[str] = (),
     preview: Callable[[PackItem], PackItem | None] | None = None,
     full_share: float = 1.0,
+    count_whole: Callable[[str], int] | None = None,
 ) -> Packed:
     """Greedy utility-density packing under ``max_tokens`` counted over the final markdown.
 
     With ``preview``, lines keep their full text until they have used ``full_share`` of the
     budget; after that each item is shown as ``preview(item)`` (a shorter line with the same
-    citation; None when there is none), so more sources fit."""
+    citation; None when there is none), so more sources fit. ``count_whole`` counts the
+    rendered bundle (default ``count``): a caller whose ``count`` keeps what it counted need not
+    keep every bundle."""
     if count(title) > max_tokens:
         return Packed(markdown="", token_count=0, items=[])
     candidates = _candidates(items, max_tokens, count)
@@ -223,7 +226,13 @@ def pack(
     # Full lines may use this much of the budget; past it, items come as previews.
     full_room = int(max_tokens * full_share) if preview is not None else max_tokens
     room.fill(room.choose(candidates, full_room))
-    return _bundle(room.chosen, max_tokens=max_tokens, count=count, title=title, sections=sections)
+    return _bundle(
+        room.chosen,
+        max_tokens=max_tokens,
+        count=count_whole or count,
+        title=title,
+        sections=sections,
+    )
 
 
 def _candidates(

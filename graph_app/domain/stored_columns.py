@@ -222,6 +222,13 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
             raise KeyError(node)
         return made
 
+    def get(self, node: str, default: Any = None) -> Any:
+        # Mapping.get's answer without its KeyError round trip: ranking asks for many nodes.
+        made = self._made.get(node)
+        if made is None:
+            made = self._make(node)
+        return default if made is None else made
+
     def __setitem__(self, node: str, value: dict[Any, V]) -> None:
         self._made[node] = value
 

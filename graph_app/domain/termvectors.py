@@ -15,7 +15,7 @@ float16 and computed with as float32. Pure Python + numpy: no Django import.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
@@ -38,10 +38,14 @@ def _similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CorpusRows:
-    """The table's rows of one corpus's terms (ascending) and their vectors."""
+    """The table's rows of one corpus's terms (ascending) and their vectors, and the neighbours
+    among them of each term looked up so far (the same for as long as the rows are)."""
 
     rows: np.ndarray
     vectors: np.ndarray
+    near: dict[str, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 class TermVectors:
@@ -112,18 +116,25 @@ class TermVectors:
     def _nearest_among(self, term: str, among: CorpusRows) -> tuple[np.ndarray, np.ndarray]:
         """``_nearest(term)`` restricted to ``among``'s rows: from its cache when the term was
         looked up in the whole table before, else computed over those rows alone (a corpus
-        holds a fraction of the table's terms)."""
+        holds a fraction of the table's terms); kept with ``among``, which queries reuse."""
+        found = among.near.get(term)
+        if found is not None:
+            return found
         cached = self._near.get(term)
+        row = self.row.get(term)
         if cached is not None:
             keep = np.isin(cached[0], among.rows)
-            return cached[0][keep], cached[1][keep]
-        row = self.row.get(term)
-        if row is None:
-            return _NONE
-        sims = _similarities(among.vectors, self.vectors[row])
-        hit = np.flatnonzero((sims >= FLOOR) & (among.rows != row))
-        hit = hit[np.argsort(-sims[hit], kind="stable")]
-        return among.rows[hit].astype(np.int32), sims[hit]
+            found = cached[0][keep], cached[1][keep]
+        elif row is None:
+            found = _NONE
+        else:
+            sims = _similarities(among.vectors, self.vectors[row])
+            hit = np.flatnonzero((sims >= FLOOR) & (among.rows != row))
+            hit = hit[np.argsort(-sims[hit], kind="stable")]
+            found = among.rows[hit].astype(np.int32), sims[hit]
+        if row is not None:  # bounded by the table's terms
+            among.near[term] = found
+        return found
 
     def near(self, term: str) -> tuple[tuple[str, float], ...]:
         """The table's terms above the floor similarity to ``term``, nearest first (ties by

@@ -418,6 +418,28 @@ def test_packing_prefers_utility_density():
     assert {p.key for p in packed.items} == {"a", "b"}
 
 
+def test_packing_counts_the_whole_bundle_with_count_whole_and_its_parts_with_count():
+    items = [
+        PackItem(key="a", text="short relevant line", utility=0.6),
+        PackItem(key="b", text="another short line", utility=0.5),
+    ]
+    parts: list[str] = []
+    wholes: list[str] = []
+
+    def count(text: str) -> int:
+        parts.append(text)
+        return count_tokens(text)
+
+    def count_whole(text: str) -> int:
+        wholes.append(text)
+        return count_tokens(text)
+
+    packed = pack(items, max_tokens=64, count=count, count_whole=count_whole)
+    assert packed.markdown and wholes[-1] == packed.markdown
+    assert packed.token_count == count_tokens(packed.markdown)
+    assert packed.markdown not in parts  # a cache behind ``count`` never holds a bundle
+
+
 def test_long_item_is_truncated_but_keeps_its_citation():
     text = "[ADR:ep_1] Big decision | " + "word " * 400
     item = PackItem(
@@ -796,6 +818,8 @@ def test_neighbours_among_a_corpus_rows_are_those_filtered_from_the_whole_table(
     among = fresh.corpus_rows(corpus)
     cold = lookups(fresh, among)  # nothing cached: computed over the corpus's rows
     whole = lookups(fresh)  # the whole table, now cached per term
-    warm = lookups(fresh, among)  # from that cache, filtered
-    assert cold == whole == warm
+    warm = lookups(fresh, fresh.corpus_rows(corpus))  # from that cache, filtered
+    again = lookups(fresh, among)  # kept with the corpus's rows since the first lookup
+    assert cold == whole == warm == again
+    assert set(among.near) == {term for term in queries if term in fresh}
     assert "dog" in [term for term, _ in cold[0]]  # puppi

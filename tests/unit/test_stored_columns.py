@@ -111,6 +111,7 @@ def test_a_stored_table_makes_each_node_once_and_changes_it_in_place():
     assert table.get("missing") is None and "missing" not in table and len(table) == 3
     del table["b"]
     assert list(table) == ["a", "c"]
+    assert table.get("b") is None and table.get("b", {}) == {} and table.get("c") == {"k4": 4}
 
 
 def test_stored_postings_read_in_place_then_change_like_dicts():
