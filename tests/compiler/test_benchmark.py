@@ -115,9 +115,7 @@ def test_the_stage_profile_splits_a_delivered_compile_and_counts_the_receipt_ins
     assert profile["receipt_inserts_per_delivery"] >= 1
     # the readable table carries the same figures
     out = io.StringIO()
-    call_command(
-        "memory_benchmark", "--scale", "small", "--keep", "--profile-stages", stdout=out
-    )
+    call_command("memory_benchmark", "--scale", "small", "--keep", "--profile-stages", stdout=out)
     table = out.getvalue()
     assert "delivered compile, per stage" in table
     for stage in stages:
