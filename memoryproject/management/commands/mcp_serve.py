@@ -39,6 +39,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 
 from memoryproject.api_keys import KeyRefused, api_key_verify
+from memoryproject.collector import start_up_settle
 from memoryproject.errors import ApplicationError
 from memoryproject.mcp import LogLevel, MemoryServer, build_server
 from memoryproject.mcp_auth import FailedAuthThrottle
@@ -238,6 +239,7 @@ class Command(BaseCommand):
                 )
                 if not options["no_warm"]:
                     warm_after_initialize(server, projects)
+                start_up_settle()
                 server.run("stdio")
             else:
                 self._serve_http(options, log_level)
@@ -292,6 +294,7 @@ class Command(BaseCommand):
             # TrustedProxyHeaders applies TRUSTED_PROXIES instead, the rule REST follows.
             proxy_headers=False,
         )
+        start_up_settle()
         anyio.run(uvicorn.Server(config).serve)
 
     def _check_migrations(self) -> None:
