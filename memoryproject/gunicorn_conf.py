@@ -55,15 +55,17 @@ def when_ready(server):  # type: ignore[no-untyped-def]
     from django.db import connections
     from django.urls import get_resolver
 
-    from memoryproject.warmup import warm
+    from memoryproject.warmup import warm_in_background
 
-    get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
+    # The indexes load in a thread (which closes its own database connections: a forked worker
+    # must never share the master's) while this one imports every view; both end before the
+    # first worker is forked. A failed load (an unmigrated database, say) is logged, and each
+    # worker then loads its own on first use.
+    warming = warm_in_background()
     try:
-        warm()
-    except Exception:  # an unmigrated database, say: workers then load on first use
-        server.log.exception("compiler indexes not warmed; each worker loads its own")
+        get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
     finally:
-        # A forked worker must never share the master's database connection.
+        warming.join()
         connections.close_all()
         start_up_settle()
 

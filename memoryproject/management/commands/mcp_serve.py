@@ -27,8 +27,6 @@ import copy
 import ipaddress
 import logging
 import os
-import threading
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -47,7 +45,7 @@ from memoryproject.projects import (
     project_resolve,
     validate_project_slug,
 )
-from memoryproject.warmup import warm
+from memoryproject.warmup import warm_in_background
 
 if TYPE_CHECKING:  # the MCP SDK is imported once the index load has begun (handle)
     from mcp.server.transport_security import TransportSecuritySettings
@@ -90,23 +88,6 @@ def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuri
             for port in (":*", "")
         ],
     )
-
-
-def warm_in_background(projects: Sequence[str] | None) -> threading.Thread:
-    """Starts loading what the first calls on ``projects`` (slugs; None: every project) need,
-    in a thread of its own; a failure is logged and leaves each load to its first call."""
-
-    def run() -> None:
-        try:
-            warm(projects)
-        except Exception:
-            logger.exception("compiler indexes not warmed; each loads on its first compile")
-        finally:
-            connections.close_all()  # this thread's
-
-    thread = threading.Thread(target=run, name="warm", daemon=True)
-    thread.start()
-    return thread
 
 
 def uvicorn_log_config() -> dict[str, Any]:
