@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
-from django.db.migrations.executor import MigrationExecutor
 
 from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.collector import start_up_settle
 from memoryproject.errors import ApplicationError
+from memoryproject.migration_state import migrations_pending
 from memoryproject.models import Scope
 from memoryproject.projects import (
     Identity,
@@ -271,15 +271,14 @@ class Command(BaseCommand):
     def _check_migrations(self) -> None:
         connection = connections[DEFAULT_DB_ALIAS]
         try:
-            executor = MigrationExecutor(connection)
-            pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+            pending = migrations_pending(connection)
         except Exception as exc:
             raise CommandError(f"cannot open the database: {exc}") from exc
         finally:
             close_old_connections()
         if pending:
             raise CommandError(
-                f"the database has {len(pending)} unapplied migration(s); "
+                f"the database has {pending} unapplied migration(s); "
                 "run `python manage.py migrate` first"
             )
 
