@@ -7,6 +7,11 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings")
+    if sys.argv[1:2] == ["mcp_serve"]:
+        # The MCP server's start-up runs with the collector off until it serves (mcp_serve).
+        from memoryproject.collector import start_up_pause
+
+        start_up_pause()
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -22,3 +22,31 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+_start_up_paused = False
+
+
+def start_up_pause() -> None:
+    """The collector off for a server process's start-up (settings, apps, the command or the
+    application with every view, the MCP server's registrations): hundreds of thousands of
+    long-lived objects (modules, classes, schemas) with few cycles among them, over which each
+    generational collection would walk again (150 to 200 ms of either door's start-up of
+    about 1.5 s, 2026-12-03). Paired with ``start_up_settle`` once the process serves."""
+    global _start_up_paused
+    if gc.isenabled():
+        gc.disable()
+        _start_up_paused = True
+
+
+def start_up_settle() -> None:
+    """Ends the pause ``start_up_pause`` began (nothing otherwise): what start-up built lives
+    as long as the process, so it leaves the collector's generations (``gc.freeze``: never
+    scanned again, pages of forked workers stay shared) and the collector runs again. The few
+    start-up cycles already garbage stay with it (a few thousand objects, a full collection
+    then costing more than they weigh)."""
+    global _start_up_paused
+    if _start_up_paused:
+        _start_up_paused = False
+        gc.freeze()
+        gc.enable()

@@ -3,6 +3,13 @@ memoryproject/gunicorn_conf.py`` (options on the command line override these).""
 
 import os
 
+from memoryproject.collector import start_up_pause, start_up_settle
+
+# The master loads the application (preload_app below) and warms its indexes with the
+# collector off; it runs again, what start-up built frozen out of its generations (and so
+# shared by the workers), before the first worker is forked (``when_ready``).
+start_up_pause()
+
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
@@ -43,17 +50,27 @@ preload_app = os.environ.get("GUNICORN_PRELOAD", "1") != "0"
 def when_ready(server):  # type: ignore[no-untyped-def]
     """Runs in the master once it listens, before the first worker is forked."""
     if not preload_app:
+        start_up_settle()
         return
     from django.db import connections
     from django.urls import get_resolver
 
-    from memoryproject.warmup import warm
+    from memoryproject.warmup import warm_in_background
 
-    get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
+    # The indexes load in a thread (which closes its own database connections: a forked worker
+    # must never share the master's) while this one imports every view; both end before the
+    # first worker is forked. A failed load (an unmigrated database, say) is logged, and each
+    # worker then loads its own on first use.
+    warming = warm_in_background()
     try:
-        warm()
-    except Exception:  # an unmigrated database, say: workers then load on first use
-        server.log.exception("compiler indexes not warmed; each worker loads its own")
+        get_resolver().url_patterns  # noqa: B018 - imports every view once, in the master
     finally:
-        # A forked worker must never share the master's database connection.
+        warming.join()
         connections.close_all()
+        start_up_settle()
+
+
+def on_reload(server):  # type: ignore[no-untyped-def]
+    """A reload read this file again, pausing the collector: it runs again before the new
+    workers are forked (``when_ready`` runs once, at the first start)."""
+    start_up_settle()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -14,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryproject.auth import api_key_of
+from memoryproject.migration_state import migrations_pending
 from memoryproject.projects import projects_visible_to
 
 
@@ -22,16 +22,11 @@ def landing(request: HttpRequest) -> HttpResponse:
     return render(request, "landing.html", {"version": settings.VERSION})
 
 
-def _pending_migrations() -> bool:
-    executor = MigrationExecutor(connection)
-    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
-
-
 def healthz(request: HttpRequest) -> JsonResponse:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-        pending = _pending_migrations()
+        pending = migrations_pending(connection) > 0
         status, code = "ok", 200
     except Exception as exc:  # the probe must answer, whatever is wrong
         return JsonResponse(

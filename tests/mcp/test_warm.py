@@ -1,6 +1,7 @@
-"""`manage.py mcp_serve` loads its identity's compiler index in the background once it has
-answered ``initialize``, so the agent's first compile finds it loaded (``--no-warm``: on the
-first compile instead). Read from the server's log on stderr."""
+"""`manage.py mcp_serve` loads its identity's compiler index in the background as soon as it
+has checked the identity, beside the MCP SDK's import and the handshake, so the agent's first
+compile finds it loaded (``--no-warm``: on the first compile instead). Read from the server's
+log on stderr."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _facts(project):
         )  # fmt: skip
 
 
-def test_the_index_is_loaded_once_initialize_is_answered_before_any_call(mcp, mcp_db):
+def test_the_index_is_loaded_as_the_server_starts_before_any_call(mcp, mcp_db):
     _facts(mcp_db)
     mcp.env = {**mcp.env, "LOG_LEVEL": "INFO"}
 

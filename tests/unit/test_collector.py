@@ -4,7 +4,7 @@ import gc
 
 import pytest
 
-from memoryproject.collector import collector_paused
+from memoryproject.collector import collector_paused, start_up_pause, start_up_settle
 
 
 @pytest.fixture(autouse=True)
@@ -40,4 +40,35 @@ def test_a_pause_begun_with_the_collector_off_leaves_it_off():
     gc.disable()
     with collector_paused():
         pass
+    assert not gc.isenabled()
+
+
+def test_a_start_up_pause_lasts_until_settled_and_freezes_what_start_up_built(monkeypatch):
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    start_up_pause()
+    assert not gc.isenabled()
+    with collector_paused():  # bulk work during start-up leaves it off
+        pass
+    assert not gc.isenabled()
+    start_up_settle()
+    assert gc.isenabled() and frozen == [True]
+    start_up_settle()  # once only
+    assert frozen == [True]
+
+
+def test_settling_without_a_start_up_pause_changes_nothing(monkeypatch):
+    monkeypatch.setattr(gc, "freeze", lambda: pytest.fail("froze without a start-up pause"))
+    start_up_settle()
+    assert gc.isenabled()
+    gc.disable()  # a pause the start-up did not begin is not ended by it
+    start_up_settle()
+    assert not gc.isenabled()
+
+
+def test_a_start_up_begun_with_the_collector_off_leaves_it_off(monkeypatch):
+    monkeypatch.setattr(gc, "freeze", lambda: pytest.fail("froze without a start-up pause"))
+    gc.disable()
+    start_up_pause()
+    start_up_settle()
     assert not gc.isenabled()

@@ -28,6 +28,18 @@ build_server(local=LocalIdentity(project="default", scope="read"))
 print("\\n".join(sorted(sys.modules)))
 """
 
+# As `manage.py mcp_serve` runs up to starting its index load: settings and apps for the
+# command, the command's module.
+MCP_SERVE_COMMAND = """
+import sys
+sys.argv = ["manage.py", "mcp_serve", "--project", "default", "--scope", "read"]
+import django
+django.setup()
+from django.core.management import load_command_class
+load_command_class("memoryproject", "mcp_serve")
+print("\\n".join(sorted(sys.modules)))
+"""
+
 # As gunicorn loads the application (memoryproject/gunicorn_conf.py): the WSGI module, then
 # every URL's view.
 WSGI = """
@@ -70,6 +82,14 @@ def test_the_mcp_server_loads_no_rest_framework(tmp_path):
     assert "mcp.server.mcpserver" in loaded  # the probe reached the server
     assert "graph_app.mcp_tools.compile" in loaded
     assert _of(loaded, "rest_framework", "drf_spectacular", "django_filters") == []
+
+
+def test_the_mcp_server_starts_its_index_load_before_importing_the_mcp_sdk(tmp_path):
+    # mcp_serve starts loading the index in a thread once the identity is checked, then
+    # imports the SDK: the load overlaps that import only if nothing before imported it.
+    loaded = _loaded(MCP_SERVE_COMMAND, tmp_path)
+    assert "memoryproject.management.commands.mcp_serve" in loaded
+    assert _of(loaded, "mcp", "mcp_types") == []
 
 
 def test_the_web_application_loads_no_mcp_sdk(tmp_path):

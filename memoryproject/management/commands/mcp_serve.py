@@ -13,11 +13,12 @@ a header), and always checks the Host and Origin headers, so a web page cannot r
 through DNS rebinding. Forwarded headers count from ``TRUSTED_PROXIES`` only
 (memoryproject.proxies), as on REST: uvicorn's own handling of them is off.
 
-Once it has answered the client's ``initialize`` (over HTTP, as it starts), the server loads the
-compiler index of its identity's projects (over HTTP, of every project) in a background thread,
-from its snapshot when there is one: the handshake does not wait for it, and the agent's first
-compile, which comes after its model has read the tools, finds it loaded; a call that needs it
-meanwhile waits for it. ``--no-warm``: each index loads on its first compile.
+As soon as its identity is checked (over HTTP, as it starts), the server loads the compiler
+index of the identity's projects (over HTTP, of every project) in a background thread, from its
+snapshot when there is one, while the main thread imports the MCP SDK, registers the tools and
+answers the handshake: the agent's first compile finds it loaded, or waits for the load to end.
+Until the thread starts this module has imported no MCP SDK, so the load overlaps that import.
+``--no-warm``: each index loads on its first compile.
 """
 
 from __future__ import annotations
@@ -26,22 +27,16 @@ import copy
 import ipaddress
 import logging
 import os
-import threading
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
-from django.db.migrations.executor import MigrationExecutor
-from mcp.server.context import ServerRequestContext
-from mcp.server.transport_security import TransportSecuritySettings
 
 from memoryproject.api_keys import KeyRefused, api_key_verify
+from memoryproject.collector import start_up_settle
 from memoryproject.errors import ApplicationError
-from memoryproject.mcp import LogLevel, MemoryServer, build_server
-from memoryproject.mcp_auth import FailedAuthThrottle
+from memoryproject.migration_state import migrations_pending
 from memoryproject.models import Scope
 from memoryproject.projects import (
     Identity,
@@ -50,8 +45,12 @@ from memoryproject.projects import (
     project_resolve,
     validate_project_slug,
 )
-from memoryproject.proxies import TrustedProxyHeaders
-from memoryproject.warmup import warm
+from memoryproject.warmup import warm_in_background
+
+if TYPE_CHECKING:  # the MCP SDK is imported once the index load has begun (handle)
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from memoryproject.mcp import LogLevel
 
 logger = logging.getLogger("memoryproject.mcp")
 
@@ -70,6 +69,8 @@ def is_loopback(host: str) -> bool:
 
 def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuritySettings:
     """Host/Origin checks: loopback names always, plus the bind address and any named host."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     names = list(LOOPBACK_HOSTS)
     bind = f"[{host}]" if ":" in host and not host.startswith("[") else host
     if bind not in names and bind not in ("0.0.0.0", "[::]"):
@@ -87,42 +88,6 @@ def transport_security_for(host: str, extra_hosts: list[str]) -> TransportSecuri
             for port in (":*", "")
         ],
     )
-
-
-def warm_in_background(projects: Sequence[str] | None) -> threading.Thread:
-    """Starts loading what the first calls on ``projects`` (slugs; None: every project) need,
-    in a thread of its own; a failure is logged and leaves each load to its first call."""
-
-    def run() -> None:
-        try:
-            warm(projects)
-        except Exception:
-            logger.exception("compiler indexes not warmed; each loads on its first compile")
-        finally:
-            connections.close_all()  # this thread's
-
-    thread = threading.Thread(target=run, name="warm", daemon=True)
-    thread.start()
-    return thread
-
-
-def warm_after_initialize(server: MemoryServer, projects: Sequence[str] | None) -> None:
-    """Starts ``warm_in_background(projects)`` once the server has answered its first
-    ``initialize``: loading the index holds the interpreter's lock for long stretches, which
-    would slow the handshake down."""
-    started = False
-
-    async def start_warm(
-        ctx: ServerRequestContext[Any, Any], call_next: Callable[..., Awaitable[Any]]
-    ) -> Any:
-        nonlocal started
-        result = await call_next(ctx)
-        if not started and ctx.method == "initialize":
-            started = True
-            warm_in_background(projects)
-        return result
-
-    server.middleware.append(start_warm)
 
 
 def uvicorn_log_config() -> dict[str, Any]:
@@ -230,14 +195,17 @@ class Command(BaseCommand):
         try:
             if transport == "stdio":
                 raw_key, local, default_project, projects = self._stdio_identity(options)
+                if not options["no_warm"]:
+                    warm_in_background(projects)
+                from memoryproject.mcp import build_server  # the MCP SDK, the tools' modules
+
                 server = build_server(
                     default_project=default_project,
                     log_level=log_level,
                     api_key=raw_key,
                     local=local,
                 )
-                if not options["no_warm"]:
-                    warm_after_initialize(server, projects)
+                start_up_settle()
                 server.run("stdio")
             else:
                 self._serve_http(options, log_level)
@@ -263,10 +231,15 @@ class Command(BaseCommand):
             )
 
     def _serve_http(self, options: dict[str, Any], log_level: LogLevel) -> None:
-        import uvicorn  # over HTTP only: a stdio server starts without it
-
         if not options["no_warm"]:
             warm_in_background(None)
+        import anyio
+        import uvicorn  # over HTTP only: a stdio server starts without it
+
+        from memoryproject.mcp import build_server
+        from memoryproject.mcp_auth import FailedAuthThrottle
+        from memoryproject.proxies import TrustedProxyHeaders
+
         host, port, path = options["host"], options["port"], options["path"]
         bind = f"[{host}]" if ":" in host and not host.startswith("[") else host
         server = build_server(log_level=log_level, http_url=f"http://{bind}:{port}{path}")
@@ -292,20 +265,20 @@ class Command(BaseCommand):
             # TrustedProxyHeaders applies TRUSTED_PROXIES instead, the rule REST follows.
             proxy_headers=False,
         )
+        start_up_settle()
         anyio.run(uvicorn.Server(config).serve)
 
     def _check_migrations(self) -> None:
         connection = connections[DEFAULT_DB_ALIAS]
         try:
-            executor = MigrationExecutor(connection)
-            pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+            pending = migrations_pending(connection)
         except Exception as exc:
             raise CommandError(f"cannot open the database: {exc}") from exc
         finally:
             close_old_connections()
         if pending:
             raise CommandError(
-                f"the database has {len(pending)} unapplied migration(s); "
+                f"the database has {pending} unapplied migration(s); "
                 "run `python manage.py migrate` first"
             )
 
