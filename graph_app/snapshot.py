@@ -29,11 +29,11 @@ import hmac
 import logging
 import mmap
 import os
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -112,13 +112,14 @@ def snapshot_path(project_pk: int) -> Path | None:
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """SHA-256 over the source of the modules that shape the index."""
+    """SHA-256 over the source of the modules that shape the index: found without importing
+    them, so that it is the same whichever of them a process has imported by then."""
     digest = hashlib.sha256()
     for name in INDEX_MODULES:
-        module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
+        spec = find_spec(name)
+        path = spec.origin if spec is not None else None
         digest.update(name.encode())
-        if path:
+        if path and Path(path).is_file():
             digest.update(Path(path).read_bytes())
     return digest.hexdigest()
 

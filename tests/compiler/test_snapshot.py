@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib
 import json
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -423,3 +427,29 @@ def test_a_loaded_snapshot_answers_every_view_as_a_fresh_build(settings, snapsho
     fresh = compiles()
     assert _stats(graph)["restored"] == -1
     assert loaded == fresh
+
+
+def test_the_code_fingerprint_does_not_depend_on_what_a_process_has_imported():
+    """A process that has imported none of the index's modules yet (a server right after its
+    settings) signs and checks snapshots with the same fingerprint as one that has them all:
+    otherwise a snapshot would be refused, and the index rebuilt from the rows, depending on
+    the order a door imports its modules in."""
+    bare = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; import graph_app.snapshot as s; "
+            "late = [m for m in s.INDEX_MODULES if m not in sys.modules]; "
+            "print(s.code_fingerprint.__wrapped__(), len(late))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memoryproject.settings"},
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    fingerprint, late = bare.stdout.split()
+    assert int(late) > 0  # the bare process had not imported some of them
+    for name in snapshot_module.INDEX_MODULES:
+        importlib.import_module(name)
+    assert fingerprint == snapshot_module.code_fingerprint.__wrapped__()
