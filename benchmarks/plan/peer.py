@@ -4,7 +4,9 @@ non-2xx answers for each, and our throughput as a ratio to the peer's.
 
 Ours runs as deployed: gunicorn (2 workers, memoryproject/gunicorn_conf.py) on a SQLite file,
 API-key authentication on, a chained receipt appended to the injection log by every plan. The
-peer runs as its README says: uvicorn in its own virtual environment, traces in SQLite. The load
+peer runs as its README says: uvicorn in its own virtual environment, traces in SQLite, with as
+many worker processes as ours unless ``peer_workers`` says otherwise, so that neither side has
+more processes to spread over the cores. The load
 is wrk when installed (POST with a body through a Lua script), else a Python generator of
 keep-alive connections. Setting up goes through ``manage.py`` and HTTP, never this process's
 database.
@@ -54,7 +56,7 @@ class PeerOptions:
     traces: int = 200
     n: int = 5
     workers: int = 2
-    peer_workers: int = 1
+    peer_workers: int | None = None  # None: as many as ours (the same processes on each side)
     peer_venv: Path | None = None
     load_tool: str = "auto"  # auto | wrk | python
     progress: bool = False  # steps and a progress bar on stderr
@@ -397,6 +399,7 @@ def _rounds(
 
 def peer_compare(options: PeerOptions) -> dict[str, Any]:
     """Starts both servers, seeds them, runs the rounds and answers the report."""
+    peer_workers = options.workers if options.peer_workers is None else options.peer_workers
     tool = load_tool(options.load_tool)
     python = peer_python(options)
     rows = trace_rows(options.traces)
@@ -414,7 +417,7 @@ def peer_compare(options: PeerOptions) -> dict[str, Any]:
         source=options.against / "src",
         db_path=options.workdir / "peer" / "traces.sqlite3",
         port=free_port(),
-        workers=options.peer_workers,
+        workers=peer_workers,
     )
     try:
         ours.start()
@@ -437,7 +440,7 @@ def peer_compare(options: PeerOptions) -> dict[str, Any]:
     finally:
         ours.stop()
         peer.stop()
-    report = _report(options, tool, runs, receipts_count(ours_db))
+    report = _report(options, tool, runs, receipts_count(ours_db), peer_workers)
     report["disk_commit_ms"] = disk_ms
     return report
 
@@ -452,7 +455,11 @@ def peer_compare_in(workdir: str | None, **options: Any) -> dict[str, Any]:
 
 
 def _report(
-    options: PeerOptions, tool: str, runs: dict[str, list[dict[str, Any]]], receipts: int
+    options: PeerOptions,
+    tool: str,
+    runs: dict[str, list[dict[str, Any]]],
+    receipts: int,
+    peer_workers: int,
 ) -> dict[str, Any]:
     pairs = zip(runs["ours"], runs["peer"], strict=True)
     ratios = [o["req_per_s"] / max(p["req_per_s"], 0.1) for o, p in pairs]
@@ -476,7 +483,7 @@ def _report(
             **ours,
         },
         "peer": {
-            "server": f"CognOS gateway, uvicorn, {options.peer_workers} worker(s), SQLite",
+            "server": f"CognOS gateway, uvicorn, {peer_workers} worker(s), SQLite",
             **peer,
         },
         "ratio_req_per_s": ratio,

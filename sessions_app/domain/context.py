@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from memoryproject.domain.screening import FLAGS_MAX, Flag, injection_risk, record_screen
@@ -52,6 +53,12 @@ class TraceView:
     sha256: str = ""
     # The stored row's key, when read from storage (the receipt's index links to it).
     row_id: int | None = None
+
+    @cached_property
+    def flags(self) -> tuple[Flag, ...]:
+        """``trace_flags`` of this view, screened once: a view is read-only, and the selectors
+        keep one per stored row exactly as read, so every plan that reads the row reuses it."""
+        return trace_flags(self)
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,7 @@ def traces_sorted(
     kept: list[TraceView] = []
     held: list[Quarantined] = []
     for trace in traces:
-        flags = trace_flags(trace) if trace.trace_id not in released else ()
+        flags = trace.flags if trace.trace_id not in released else ()
         if flags:
             held.append(Quarantined("trace", trace.trace_id, flag_reasons(flags)))
         else:

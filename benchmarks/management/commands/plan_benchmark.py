@@ -62,7 +62,12 @@ class Command(BaseCommand):
         peer.add_argument("--connections", type=int, default=8, help="open connections (8)")
         peer.add_argument("--threads", type=int, default=2, help="load threads (wrk -t, 2)")
         peer.add_argument("--workers", type=int, default=2, help="our gunicorn workers (2)")
-        peer.add_argument("--peer-workers", type=int, default=1, help="peer's workers (1)")
+        peer.add_argument(
+            "--peer-workers",
+            type=int,
+            default=None,
+            help="the peer's uvicorn workers (as many as --workers)",
+        )
         peer.add_argument(
             "--peer-venv", help="the peer's virtualenv (made if absent; data/peers/cognos-venv)"
         )
