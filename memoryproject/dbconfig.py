@@ -2,7 +2,10 @@
 every other setting).
 
 SQLite is the embedded default. Left to Django's defaults it answers "database is locked" to
-concurrent writers; IMMEDIATE transactions, WAL and a busy timeout cure that.
+concurrent writers; IMMEDIATE transactions, WAL and a busy timeout cure that. Every commit is
+synced to disk (``synchronous=FULL``): in WAL mode the lighter NORMAL may lose the last
+transactions on a power loss or an operating-system crash, and an answer (a receipt, a write)
+is only given once its transaction is durable.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ SQLITE_OPTIONS: dict[str, Any] = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
     "init_command": (
-        "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;"
+        "PRAGMA journal_mode=WAL;PRAGMA synchronous=FULL;"
         "PRAGMA busy_timeout=20000;PRAGMA foreign_keys=ON"
     ),
 }

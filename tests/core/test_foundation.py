@@ -27,6 +27,20 @@ def test_database_url_absent_means_sqlite_file_in_data_dir(tmp_path):
     assert "busy_timeout" in config["OPTIONS"]["init_command"]
 
 
+@pytest.mark.django_db
+def test_a_sqlite_commit_is_synced_to_disk_before_it_is_acknowledged():
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's own setting")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        assert cursor.fetchone()[0] == 2  # FULL: NORMAL (1) in WAL mode may lose a commit
+        cursor.execute("PRAGMA journal_mode")
+        journal = cursor.fetchone()[0]
+    assert journal in ("wal", "memory")  # (the test database may live in memory)
+
+
 def test_database_url_postgres_is_parsed(tmp_path):
     config = database_config("postgres://mem:pw@db.example:5433/memory", base_dir=tmp_path)
     assert config["ENGINE"] == "django.db.backends.postgresql"
