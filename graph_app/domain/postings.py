@@ -2,8 +2,11 @@
 
 A fresh index keeps them as dicts. One restored from its snapshot keeps the stored runs (a term's
 slots, ascending, and frequencies) where the file put them and reads a query term's run in place;
-a term a later write touches becomes a dict of its own, copied once from its run. Pure Python +
-numpy: no Django import.
+a later write to a stored term is kept beside its run, as that term's changes (slot -> frequency,
+0 for a document that no longer holds it), and a query reads the run merged with them. A write
+costs what it changes, not a copy of the term's run: a common term's run holds a large share of
+the documents, and a process replaying the writes since its snapshot would otherwise hold a dict
+of each such run. Pure Python + numpy: no Django import.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ Run = tuple[np.ndarray, np.ndarray]
 
 
 class Postings:
-    """term -> {slot: term frequency}, stored runs under the terms changed since."""
+    """term -> {slot: term frequency}: stored runs, and the changes written since."""
 
     def __init__(
         self,
@@ -31,8 +34,10 @@ class Postings:
         self._tfs = np.zeros(0, dtype=np.int64) if frequencies is None else frequencies
         if self._run and (len(self._ends) != len(self._run) or self._ends[-1] != len(self._slots)):
             raise ValueError("postings: columns do not fit together")
-        # Terms written since (copied from their run once), and their runs made for queries.
+        # Per term written since: slot -> frequency (0: a stored entry no longer held), how
+        # many documents hold the term now, and its run made for queries (until its next change).
         self._changed: dict[str, dict[int, int]] = {}
+        self._held: dict[str, int] = {}
         self._arrays: dict[str, Run] = {}
         # Moves whenever a term comes to be held by some document or by none.
         self.vocabulary = 0
@@ -44,33 +49,51 @@ class Postings:
         start = self._ends[run - 1] if run else 0
         return self._slots[start : self._ends[run]], self._tfs[start : self._ends[run]]
 
-    def _changing(self, term: str) -> dict[int, int]:
+    def _changes(self, term: str) -> dict[int, int]:
         self._arrays.pop(term, None)
-        changed = self._changed.get(term)
-        if changed is None:
+        changes = self._changed.get(term)
+        if changes is None:
+            changes = self._changed[term] = {}
             stored = self._stored(term)
-            changed = self._changed[term] = (
-                {}
-                if stored is None
-                else dict(zip(stored[0].tolist(), stored[1].tolist(), strict=True))
-            )
-        return changed
+            self._held[term] = 0 if stored is None else len(stored[0])
+        return changes
+
+    def _stored_frequency(self, term: str, slot: int) -> int:
+        """The frequency of ``term`` in the document at ``slot`` as stored (0: not stored)."""
+        stored = self._stored(term)
+        if stored is None:
+            return 0
+        at = int(np.searchsorted(stored[0], slot))
+        return int(stored[1][at]) if at < len(stored[0]) and stored[0][at] == slot else 0
 
     def add(self, term: str, slot: int, frequency: int) -> None:
-        posting = self._changing(term)
-        self.vocabulary += not posting
-        posting[slot] = frequency
+        changes = self._changes(term)
+        prior = changes.get(slot)
+        if prior is None and term in self._run:
+            prior = self._stored_frequency(term, slot)
+        if not prior:
+            self.vocabulary += not self._held[term]
+            self._held[term] += 1
+        changes[slot] = frequency
 
     def remove(self, term: str, slot: int) -> None:
-        posting = self._changing(term)
-        if posting.pop(slot, None) is not None and not posting:
-            self.vocabulary += 1
+        changes = self._changes(term)
+        stored = self._stored_frequency(term, slot) if term in self._run else 0
+        prior = changes.get(slot, stored)
+        if not prior:
+            return
+        if stored:
+            changes[slot] = 0  # masks the stored run's entry
+        else:
+            del changes[slot]
+        self._held[term] -= 1
+        self.vocabulary += not self._held[term]
 
     def frequency(self, term: str) -> int:
         """How many documents hold ``term``."""
-        changed = self._changed.get(term)
-        if changed is not None:
-            return len(changed)
+        held = self._held.get(term)
+        if held is not None:
+            return held
         stored = self._stored(term)
         return 0 if stored is None else len(stored[0])
 
@@ -79,14 +102,21 @@ class Postings:
         if term not in self._changed:
             stored = self._stored(term)
             return stored if stored is not None and len(stored[0]) else None
+        if not self._held[term]:
+            return None
         cached = self._arrays.get(term)
         if cached is None:
-            posting = self._changed[term]
-            if not posting:
-                return None
-            slots = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
-            tfs = np.fromiter(posting.values(), dtype=np.int64, count=len(posting))
-            order = np.argsort(slots)
+            changes = self._changed[term]
+            slots = np.fromiter(changes.keys(), dtype=np.int64, count=len(changes))
+            tfs = np.fromiter(changes.values(), dtype=np.int64, count=len(changes))
+            held = tfs > 0
+            slots, tfs = slots[held], tfs[held]
+            stored = self._stored(term)
+            if stored is not None:
+                kept = ~np.isin(stored[0], np.fromiter(changes.keys(), dtype=np.int64))
+                slots = np.concatenate((stored[0][kept].astype(np.int64), slots))
+                tfs = np.concatenate((stored[1][kept].astype(np.int64), tfs))
+            order = np.argsort(slots, kind="stable")
             cached = self._arrays[term] = (slots[order], tfs[order])
         return cached
 
@@ -95,7 +125,7 @@ class Postings:
         for term in self._run:
             if term not in self._changed and self.frequency(term):
                 yield term
-        yield from (term for term, posting in self._changed.items() if posting)
+        yield from (term for term in self._changed if self._held[term])
 
     def runs(self) -> Iterator[tuple[str, Run]]:
         """(term, its run) of every term some document holds."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graph_app.domain.index_columns import StringTable
 from graph_app.domain.postings import Postings
@@ -136,3 +138,64 @@ def test_stored_postings_read_in_place_then_change_like_dicts():
     assert stored.as_dicts() == {"database": {5: 1}, "order": {1: 3, 4: 2}}
     assert stored.run("email") is None and stored.frequency("email") == 0
     assert sorted(stored.terms()) == ["database", "order"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stored=st.dictionaries(
+        st.sampled_from(["order", "email", "retry"]),
+        st.dictionaries(st.integers(0, 30), st.integers(1, 4), min_size=1, max_size=12),
+        max_size=3,
+    ),
+    writes=st.lists(
+        st.tuples(
+            st.booleans(),
+            st.sampled_from(["order", "email", "retry", "ledger"]),
+            st.integers(0, 30),
+            st.integers(1, 4),
+        ),
+        max_size=40,
+    ),
+)
+def test_writes_to_stored_postings_read_as_writes_to_dicts(stored, writes):
+    """A restored index's postings, written to, hold what a fresh index's hold after the same
+    writes: the same runs, frequencies, terms, and the same moves of the vocabulary."""
+    terms = sorted(stored)
+    runs = [sorted(stored[t].items()) for t in terms]
+    restored = Postings(
+        terms,
+        np.cumsum([len(r) for r in runs]).astype(np.int64),
+        np.array([s for r in runs for s, _ in r], dtype=np.int32),
+        np.array([f for r in runs for _, f in r], dtype=np.int32),
+    )
+    fresh = Postings()
+    for term in terms:
+        for slot, tf in stored[term].items():
+            fresh.add(term, slot, tf)
+    assert restored == fresh
+    moves = restored.vocabulary, fresh.vocabulary
+    for is_add, term, slot, tf in writes:
+        for each in (restored, fresh):
+            if is_add:
+                each.add(term, slot, tf)
+            else:
+                each.remove(term, slot)
+        assert restored.run(term) is None or restored.run(term)[0].tolist() == sorted(
+            fresh.as_dicts().get(term, {})
+        )
+    assert restored == fresh
+    for term in ("order", "email", "retry", "ledger"):
+        assert restored.frequency(term) == fresh.frequency(term)
+    assert sorted(restored.terms()) == sorted(fresh.terms())
+    assert restored.vocabulary - moves[0] == fresh.vocabulary - moves[1]
+
+
+def test_a_write_to_a_long_stored_run_keeps_only_what_it_changed():
+    slots = np.arange(0, 50_000, dtype=np.int32)
+    postings = Postings(["common"], np.array([50_000]), slots, np.ones(50_000, dtype=np.int32))
+    postings.add("common", 60_000, 2)
+    postings.remove("common", 7)
+    assert postings._changed["common"] == {60_000: 2, 7: 0}  # not a copy of the run
+    run = postings.run("common")
+    assert run is not None and len(run[0]) == postings.frequency("common") == 50_000
+    assert 7 not in run[0] and run[0][-1] == 60_000 and run[1][-1] == 2
