@@ -116,6 +116,8 @@ def test_officer_reviews_the_dashboard_log_record_queue_and_export(page, step, o
         assert drawn["byStatus"].get("injected") == 1 and drawn["byStatus"].get("flagged") == 2
         assert sum(drawn["byStatus"].values()) == 3
         assert drawn["trust"] == 3 and drawn["clients"] == 3 and drawn["painted"]
+        # The chain status is fetched after the page loads (verifying walks the whole log).
+        page.wait_for_selector("#chain-status[data-verified]")
         assert page.locator("#chain-status").get_attribute("data-verified") == "true"
         screenshot(page, "dashboard", readme=True)
 
