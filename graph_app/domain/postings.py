@@ -107,13 +107,13 @@ class Postings:
         cached = self._arrays.get(term)
         if cached is None:
             changes = self._changed[term]
-            slots = np.fromiter(changes.keys(), dtype=np.int64, count=len(changes))
+            changed = np.fromiter(changes.keys(), dtype=np.int64, count=len(changes))
             tfs = np.fromiter(changes.values(), dtype=np.int64, count=len(changes))
             held = tfs > 0
-            slots, tfs = slots[held], tfs[held]
+            slots, tfs = changed[held], tfs[held]
             stored = self._stored(term)
             if stored is not None:
-                kept = ~np.isin(stored[0], np.fromiter(changes.keys(), dtype=np.int64))
+                kept = ~np.isin(stored[0], changed)
                 slots = np.concatenate((stored[0][kept].astype(np.int64), slots))
                 tfs = np.concatenate((stored[1][kept].astype(np.int64), tfs))
             order = np.argsort(slots, kind="stable")
