@@ -42,7 +42,7 @@ from memoryproject.models import Project
 from memoryproject.quarantine import items_released
 from memoryproject.screening import quarantined_out
 from memoryproject.timeutil import utcnow
-from memoryproject.tokens import count_tokens
+from memoryproject.tokens import count_tokens, joined_tokens
 
 TITLE = "# Memory context"
 # The bundle's head: its title and, before any item, what the spotlight marks mean.
@@ -317,8 +317,8 @@ def _pack(ranked: _Ranked, budget: int) -> _Bundle:
         sections=[FACTS_SECTION],
         preview=preview,
         full_share=ranked.profile.full_share,
-        # A bundle is counted once: not kept in the cache of lines and previews.
-        count_whole=count_tokens,
+        # A bundle is counted from its lines' counts, not kept in the cache of lines.
+        count_lines=joined_tokens,
     )
     if not section or not packed.markdown:
         return _Bundle(packed, [])

@@ -6,7 +6,8 @@ truncated first (its citation is always kept). Past a share of the budget, items
 as previews (a shorter line with the same citation, built by the caller), so more sources fit.
 Leftover room at the end is filled with a cut-down copy of the best item that did not fit.
 Token counts are estimates per line until
-the end: the final markdown (title, section headings, lines) is counted as a whole and items
+the end: the final markdown (title, section headings, lines) is counted as a whole (from its
+lines' counts where the caller's ``count_lines`` knows how the tokenizer joins them) and items
 are dropped, least dense first, until it fits, so the bundle never exceeds ``max_tokens``
 whatever the tokenizer does at line boundaries. The counter is passed in (the product's
 cl100k counter in production). Pure Python: no Django import.
@@ -72,18 +73,29 @@ def render(
     items: Sequence[PackedItem | PackItem], *, title: str = TITLE, sections: Sequence[str] = ()
 ) -> str:
     """The markdown bundle: title, then each non-empty section with its lines."""
+    return "\n".join(
+        line if isinstance(line, str) else line.text
+        for line in _lines(items, title=title, sections=sections)
+    )
+
+
+def _lines(
+    items: Sequence[PackedItem | PackItem], *, title: str, sections: Sequence[str]
+) -> list[str | PackedItem | PackItem]:
+    """The bundle's lines in order: the title and the section headings as text, the items as
+    themselves (their line is their ``text``)."""
     if not items:
-        return title
+        return [title]
     order = {name: index for index, name in enumerate(sections)}
     by_section: dict[str, list[PackedItem | PackItem]] = {}
     for item in items:
         by_section.setdefault(item.section, []).append(item)
-    lines = [title]
+    lines: list[str | PackedItem | PackItem] = [title]
     for name in sorted(by_section, key=lambda s: (order.get(s, len(order)), s)):
         if name:
             lines.append(f"## {name}")
-        lines.extend(item.text for item in by_section[name])
-    return "\n".join(lines)
+        lines.extend(by_section[name])
+    return lines
 
 
 def truncate(item: PackItem, max_tokens: int, count: Callable[[str], int]) -> PackItem | None:
@@ -203,15 +215,15 @@ def pack(
     sections: Sequence[str] = (),
     preview: Callable[[PackItem], PackItem | None] | None = None,
     full_share: float = 1.0,
-    count_whole: Callable[[str], int] | None = None,
+    count_lines: Callable[[Sequence[str], Sequence[int]], int] | None = None,
 ) -> Packed:
     """Greedy utility-density packing under ``max_tokens`` counted over the final markdown.
 
     With ``preview``, lines keep their full text until they have used ``full_share`` of the
     budget; after that each item is shown as ``preview(item)`` (a shorter line with the same
-    citation; None when there is none), so more sources fit. ``count_whole`` counts the
-    rendered bundle (default ``count``): a caller whose ``count`` keeps what it counted need not
-    keep every bundle."""
+    citation; None when there is none), so more sources fit. ``count_lines`` counts the
+    rendered bundle from its lines and each line's count (default: ``count`` of the joined
+    text), so that a bundle need not be counted again as a whole."""
     if count(title) > max_tokens:
         return Packed(markdown="", token_count=0, items=[])
     candidates = _candidates(items, max_tokens, count)
@@ -229,7 +241,8 @@ def pack(
     return _bundle(
         room.chosen,
         max_tokens=max_tokens,
-        count=count_whole or count,
+        count=count,
+        count_lines=count_lines or (lambda lines, _counts: count("\n".join(lines))),
         title=title,
         sections=sections,
     )
@@ -270,6 +283,7 @@ def _bundle(
     *,
     max_tokens: int,
     count: Callable[[str], int],
+    count_lines: Callable[[Sequence[str], Sequence[int]], int],
     title: str,
     sections: Sequence[str],
 ) -> Packed:
@@ -287,12 +301,17 @@ def _bundle(
     ]
     orders = {item.key: (item.order, item.tie) for item, _, _ in chosen}
     packed.sort(key=lambda p: (orders[p.key][0], -p.utility, orders[p.key][1], p.key))
-    markdown = render(packed, title=title, sections=sections)
-    total = count(markdown)
+
+    def rendered() -> tuple[str, int]:
+        lines = _lines(packed, title=title, sections=sections)
+        texts = [line if isinstance(line, str) else line.text for line in lines]
+        counts = [count(line) if isinstance(line, str) else line.tokens for line in lines]
+        return "\n".join(texts), count_lines(texts, counts)
+
+    markdown, total = rendered()
     # Line estimates can drift at boundaries: the whole bundle is the measure.
     while total > max_tokens and packed:
         weakest = min(packed, key=lambda p: (p.utility / max(p.tokens, 1), p.utility))
         packed.remove(weakest)
-        markdown = render(packed, title=title, sections=sections)
-        total = count(markdown)
+        markdown, total = rendered()
     return Packed(markdown=markdown, token_count=total, items=packed)

@@ -21,7 +21,7 @@ from graph_app.domain.packing import PackItem, pack
 from graph_app.domain.profiles import CODE, DIALOGUE
 from graph_app.domain.render import best_passage, citable_external_id, episode_citation
 from graph_app.domain.tokenize import date_terms, identifiers, tokenize, tokenize_query
-from memoryproject.tokens import count_tokens
+from memoryproject.tokens import count_tokens, joined_tokens
 
 DOMAIN = pathlib.Path(__file__).resolve().parents[2] / "graph_app" / "domain"
 MINE = [
@@ -420,24 +420,26 @@ def test_packing_prefers_utility_density():
     assert {p.key for p in packed.items} == {"a", "b"}
 
 
-def test_packing_counts_the_whole_bundle_with_count_whole_and_its_parts_with_count():
+def test_packing_counts_the_bundle_from_its_lines_with_count_lines():
     items = [
-        PackItem(key="a", text="short relevant line", utility=0.6),
+        PackItem(key="a", text="short relevant line.", utility=0.6),
         PackItem(key="b", text="another short line", utility=0.5),
     ]
     parts: list[str] = []
-    wholes: list[str] = []
+    joined: list[tuple[list[str], list[int]]] = []
 
     def count(text: str) -> int:
         parts.append(text)
         return count_tokens(text)
 
-    def count_whole(text: str) -> int:
-        wholes.append(text)
-        return count_tokens(text)
+    def count_lines(lines, counts) -> int:
+        joined.append((list(lines), list(counts)))
+        return joined_tokens(lines, counts)
 
-    packed = pack(items, max_tokens=64, count=count, count_whole=count_whole)
-    assert packed.markdown and wholes[-1] == packed.markdown
+    packed = pack(items, max_tokens=64, count=count, count_lines=count_lines)
+    lines, counts = joined[-1]
+    assert "\n".join(lines) == packed.markdown
+    assert counts == [count_tokens(line) for line in lines]
     assert packed.token_count == count_tokens(packed.markdown)
     assert packed.markdown not in parts  # a cache behind ``count`` never holds a bundle
 
@@ -471,8 +473,9 @@ line_text = st.text(
     ),
     budget=st.integers(min_value=1, max_value=600),
     use_preview=st.booleans(),
+    from_lines=st.booleans(),
 )
-def test_packing_never_exceeds_the_budget(items, budget, use_preview):
+def test_packing_never_exceeds_the_budget(items, budget, use_preview, from_lines):
     candidates = [
         PackItem(
             key=f"k{i}",
@@ -495,6 +498,7 @@ def test_packing_never_exceeds_the_budget(items, budget, use_preview):
         count=count_tokens,
         preview=preview if use_preview else None,
         full_share=0.3,
+        count_lines=joined_tokens if from_lines else None,
     )
     assert packed.token_count == count_tokens(packed.markdown)
     assert packed.token_count <= budget

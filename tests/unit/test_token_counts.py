@@ -1,0 +1,54 @@
+"""The cl100k count of lines joined by newlines, made from each line's own count
+(``memoryproject.tokens.joined_tokens``), against counting the joined text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memoryproject.tokens import count_tokens, joined_tokens
+
+# Letters, digits, punctuation, spaces of several kinds, a carriage return, an apostrophe
+# before contraction letters, combining marks, non-Latin letters and digits, emoji: whatever
+# can sit at the end or start of a line.
+_CHARS = list("abcXYZsdmtlvre019 .,!?;:'\"()[]«»|-_#*/\\\t\r\u00a0\u2003\u0301\u0308")
+_CHARS += list("éßø日本語١٢٣Ⅻ😀👍🏽…–—")
+_LINE = st.text(alphabet=st.sampled_from(_CHARS), max_size=24)
+_WORD_START = st.sampled_from(list("[#-aZ0é日😀.«("))
+
+
+def _joined(lines: list[str]) -> int:
+    return joined_tokens(lines, [count_tokens(line) for line in lines])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=8))
+def test_any_lines_count_as_the_joined_text(lines: list[str]) -> None:
+    assert _joined(lines) == count_tokens("\n".join(lines))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.tuples(_WORD_START, _LINE), min_size=1, max_size=8))
+def test_lines_starting_with_a_non_space_count_as_the_joined_text(
+    parts: list[tuple[str, str]],
+) -> None:
+    # the case counted from the lines' own counts (the others are counted whole)
+    lines = [start + rest for start, rest in parts]
+    assert _joined(lines) == count_tokens("\n".join(lines))
+
+
+def test_a_bundle_counts_as_rendered() -> None:
+    lines = [
+        "# Memory context",
+        "## Facts",
+        "[NOTE:D3:12] «Caroline (2023-05-08) | I went to the LGBTQ support group yesterday!",
+        "[FACT:7f3a] payments.retry_policy = exponential backoff, 5 attempts.",
+        "[NOTE:D1:2] «Melanie | Wow, that's cool…",
+        "[NOTE:D9:4] «Caroline | 2022",
+    ]
+    assert _joined(lines) == count_tokens("\n".join(lines))
+
+
+def test_empty_and_indented_lines_are_counted_whole() -> None:
+    for lines in (["a.", "", "b"], ["a", " b"], ["a!", "\tb"], ["a", "\u00a0b"], [""], ["", "x"]):
+        assert _joined(lines) == count_tokens("\n".join(lines))
