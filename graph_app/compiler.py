@@ -215,12 +215,13 @@ def _line_in_conflict(item: IndexItem, finding: int) -> IndexItem:
 
 def _candidates(
     ranked: _Ranked, budget: int
-) -> tuple[list[PackItem], dict[str, int], list[Quarantined]]:
+) -> tuple[list[PackItem], dict[str, int], dict[str, float], list[Quarantined]]:
     """The best lines in rank order, enough to fill the budget several times over, the
-    tokens of those counted when they were indexed, and the flagged items among them that
-    are held back (quarantined)."""
+    tokens of those counted when they were indexed, their utilities by key, and the flagged
+    items among them that are held back (quarantined)."""
     candidates: list[PackItem] = []
     counted: dict[str, int] = {}
+    scores: dict[str, float] = {}
     held: list[Quarantined] = []
     total = 0
     for key, utility in ranked.ranking.ranked:
@@ -234,6 +235,7 @@ def _candidates(
             item = _line_as_known(item, ranked.views.get(key))
         if item.kind == "fact" and item.id in ranked.conflicts:
             item = _line_in_conflict(item, ranked.conflicts[item.id])
+        scores[key] = utility
         candidates.append(
             PackItem(
                 key=key,
@@ -255,14 +257,16 @@ def _candidates(
         total += item.line_tokens if item.line_tokens >= 0 else counted_tokens(item.line)
         if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
             break
-    return candidates, counted, held
+    return candidates, counted, scores, held
 
 
 @dataclass(frozen=True)
 class _Bundle:
-    """A packed bundle and the flagged items its quarantine section names."""
+    """A packed bundle, the ranking's utility of each candidate it was packed from, and the
+    flagged items its quarantine section names."""
 
     packed: Packed
+    scores: dict[str, float]
     held: list[Quarantined]
 
 
@@ -289,7 +293,7 @@ def pack_ranked(ranked: _Ranked, budget: int) -> Packed:
 def _pack(ranked: _Ranked, budget: int) -> _Bundle:
     """The bundle of ``pack_ranked`` closed by the quarantine section naming the flagged items
     left out, all within ``budget``."""
-    candidates, counted, held = _candidates(ranked, budget)
+    candidates, counted, scores, held = _candidates(ranked, budget)
     section = _quarantine_section(held, budget)
 
     def count(text: str) -> int:
@@ -321,13 +325,13 @@ def _pack(ranked: _Ranked, budget: int) -> _Bundle:
         count_lines=joined_tokens,
     )
     if not section or not packed.markdown:
-        return _Bundle(packed, [])
+        return _Bundle(packed, scores, [])
     markdown = packed.markdown + section
     tokens = count_tokens(markdown)
     if tokens > budget:  # the join may count a token more than its parts: never over budget
-        return _Bundle(packed, [])
+        return _Bundle(packed, scores, [])
     shown = section.count("\n- QUARANTINED ")
-    return _Bundle(replace(packed, markdown=markdown, token_count=tokens), held[:shown])
+    return _Bundle(replace(packed, markdown=markdown, token_count=tokens), scores, held[:shown])
 
 
 @takes(CompileInput)
@@ -343,8 +347,7 @@ def context_compile(*, project: Project, params: CompileInput) -> CompileResult:
     text = params.query.strip()
     ranked = _rank(project, text, params)
     bundle = _pack(ranked, params.max_tokens)
-    packed = bundle.packed
-    utilities = dict(ranked.ranking.ranked)
+    packed, utilities = bundle.packed, bundle.scores
     items: list[tuple[TieKey, CompiledItem]] = []
     for packed_item in packed.items:
         item = ranked.payloads[packed_item.key]

@@ -477,6 +477,10 @@ class MemoryIndex(MemoryStore):
         ``tie_key``: the order never depends on where a document happens to be stored, nor on
         its id. The key's valid time and digest prefix are columns, sorted with the values at
         once; whole keys are made only for documents equal in all three."""
+        order = np.argsort(-values, kind="stable")
+        ordered = values[order]
+        if len(order) < 2 or not (ordered[1:] == ordered[:-1]).any():
+            return order[:n]  # no two values equal: the values alone decide
         a = self._arrays
         newest, prefix = -a["start"][slots], a["tie"][slots]
         order = np.lexsort((prefix, newest, -values))

@@ -28,7 +28,9 @@ ITEM_BUDGET_SHARE = 0.35
 MIN_TRUNCATED_TOKENS = 24
 
 
-@dataclass(frozen=True)
+# Not frozen: a compile makes over a hundred (a frozen dataclass's fields cost twice as much to
+# set); it is never changed once made (``replace`` makes the variants).
+@dataclass(slots=True)
 class PackItem:
     """One candidate line. ``text[:keep]`` (the citation) and the last ``tail`` characters
     (what closes the line) are never cut; what lies between may be truncated when

@@ -490,7 +490,7 @@ def test_packing_never_exceeds_the_budget(items, budget, use_preview, from_lines
     ]
 
     def preview(item):
-        return PackItem(**{**item.__dict__, "text": item.text[: len(item.text) // 3]})
+        return replace(item, text=item.text[: len(item.text) // 3])
 
     packed = pack(
         candidates,
@@ -516,7 +516,7 @@ def test_packing_shows_items_past_the_full_share_as_previews():
     ]
 
     def preview(item):
-        return PackItem(**{**item.__dict__, "text": item.text.split("]")[0] + "] gist"})
+        return replace(item, text=item.text.split("]")[0] + "] gist")
 
     plain = pack(items, max_tokens=300, count=count_tokens)
     packed = pack(items, max_tokens=300, count=count_tokens, preview=preview, full_share=0.5)
