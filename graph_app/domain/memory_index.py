@@ -109,8 +109,10 @@ class MemoryIndex(MemoryStore):
         relevance = relevance * visible
         shares = related_shares(related, params.related_weight)
 
-        # Everything after BM25 works on the best ``pool`` items, not on the whole corpus.
-        pool = self._top_slots(relevance, params.pool)
+        # Everything after BM25 works on the best ``pool`` items, not on the whole corpus (in
+        # no particular order: what follows orders them by its own scores).
+        pool = self._top_set(relevance, params.pool).tolist()
+        lexical = len(pool)
         similar: dict[int, float] = {}
         if query_vector is not None and params.semantic_weight > 0 and len(self.dense):
             similar = self._similar(query_vector, visible, params)
@@ -122,7 +124,7 @@ class MemoryIndex(MemoryStore):
                 ranked=[], suppressed_stale=suppressed, terms=tuple(terms), related=shares
             )
         pooled_at = np.asarray(pool, dtype=np.int64)
-        scores = self._with_feedback(pooled_at, terms, relevance, params)
+        scores = self._with_feedback(pooled_at, lexical, terms, relevance, params)
         if similar:
             scores = self._fuse_dense(pooled_at, scores, similar, params)
         top_slots, top_values = self._largest_pairs(pooled_at, scores, params.candidates)
@@ -293,16 +295,24 @@ class MemoryIndex(MemoryStore):
         return [found.get(t, t) for t in terms] if found else terms
 
     def _with_feedback(
-        self, slots: np.ndarray, terms: list[str], relevance: np.ndarray, params: RankParams
+        self,
+        slots: np.ndarray,
+        lexical: int,
+        terms: list[str],
+        relevance: np.ndarray,
+        params: RankParams,
     ) -> np.ndarray:
         """Scores of the pool's ``slots``, with the most distinctive terms of its best items
         added to the query at a lower weight (pseudo-relevance feedback)."""
         base = relevance[slots]
         if not (len(slots) and params.prf_docs and params.prf_terms and params.prf_weight > 0):
             return base
-        # Feedback comes from the best items by words (an item found only by its sentence
-        # vector, appended to the pool, shares no query word to vouch for its others).
-        sources = [s for s in slots[: params.prf_docs].tolist() if relevance[s] > 0]
+        # Feedback comes from the best items by words, the first ``lexical`` of the pool (an
+        # item found only by its sentence vector, appended to it, shares no query word to vouch
+        # for its others).
+        words = slots[:lexical]
+        best = self._largest(words, relevance[words], params.prf_docs)
+        sources = [s for s in best if relevance[s] > 0]
         expansion = self._feedback_terms(sources, terms, params)
         if not expansion:
             return base
@@ -445,7 +455,7 @@ class MemoryIndex(MemoryStore):
     ) -> None:
         if params.stream_window <= 0 or params.stream_weight <= 0:
             return
-        sources = self._best(utility, params.stream_sources)
+        sources = self._best_set(utility, params.stream_sources)
         # Each offset's two positions, and the weight and offset of a neighbour's share there.
         steps = [
             (delta, factor * params.stream_weight, offset)
@@ -500,8 +510,13 @@ class MemoryIndex(MemoryStore):
             order[first : last + 1] = sorted(run, key=lambda i: ties[int(slots[i])])
         return order[:n]
 
-    def _best(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
-        return [(s, utility[s]) for s in self._top(utility, n)]
+    def _best_set(self, utility: dict[int, float], n: int) -> list[tuple[int, float]]:
+        """The ``n`` best utilities with their slots, in no particular order."""
+        if not utility or n <= 0:
+            return []
+        slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
+        values = np.fromiter(utility.values(), dtype=np.float64, count=len(utility))
+        return [(s, utility[s]) for s in self._largest_set(slots, values, n).tolist()]
 
     def _top(self, utility: dict[int, float], n: int, *, positive: bool = False) -> list[int]:
         """The slots of the ``n`` best utilities (``positive``: only those above 0), best
@@ -519,6 +534,26 @@ class MemoryIndex(MemoryStore):
         """Slots of the ``n`` largest positive values, best first, ties by ``tie_key``."""
         positive = np.flatnonzero(values > 0)
         return self._largest(positive, values[positive], n)
+
+    def _top_set(self, values: np.ndarray, n: int) -> np.ndarray:
+        """The slots of ``_top_slots`` in no particular order (ordering them costs more than
+        choosing them)."""
+        positive = np.flatnonzero(values > 0)
+        return self._largest_set(positive, values[positive], n)
+
+    def _largest_set(self, slots: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+        """The ``n`` of ``slots`` with the largest ``values`` (ties by ``tie_key``, as
+        ``_largest``), in no particular order: only those equal to the last one are ordered."""
+        if not len(slots) or n <= 0:
+            return slots[:0]
+        if len(slots) <= n:
+            return slots
+        threshold = values[np.argpartition(values, len(values) - n)[len(values) - n]]
+        above = values > threshold
+        at = np.flatnonzero(values == threshold)
+        wanted = n - int(np.count_nonzero(above))
+        chosen = at[self._ordered(slots[at], values[at], wanted)]
+        return np.concatenate((slots[above], slots[chosen]))
 
     def _largest(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
         """The ``n`` of ``slots`` with the largest ``values``, best first, ties by ``tie_key``."""
