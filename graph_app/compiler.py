@@ -15,7 +15,7 @@ documents built from the rows (``graph_app.index_documents``); proofs are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -83,7 +83,7 @@ class _Ranked:
     # flagged documents a reviewer released (delivered like any other), by document key
     released: Container[str] = frozenset()
     # each payload's tie-break key (``tiebreak.tie_key``), by document key
-    ties: dict[str, TieKey] = field(default_factory=dict)
+    ties: Mapping[str, TieKey] = field(default_factory=dict)
 
 
 def _visible(
@@ -173,7 +173,9 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
     payloads = RankedPayloads(
         keys, cast(Callable[[Sequence[int]], list[IndexItem]], index.payload_reader(ranking.slots))
     )
-    ties = dict(zip(keys, index.slot_ties(ranking.slots), strict=True))
+    # Tie-break keys too are made as the packer reaches their items (from a restored index's
+    # columns: most of a ranking's are never packed).
+    ties = RankedPayloads(keys, index.tie_reader(ranking.slots))
     # Previews weigh the terms the ranking used (a derived word form as its known stem).
     terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}

@@ -219,6 +219,7 @@ def index_restore(
     index._stored_payloads = docs.payloads
     # Kept once made (about 200 bytes each): sorts among tied items ask for them again and again.
     index._ties = SlotList(n, docs.tie, cache=n)
+    index._places = SlotList(n, docs.place, cache=n)
     salience = arrays["doc.salience"]
 
     def items(runs: _StoredRuns) -> Callable[[int, int], dict[str, Any]]:
@@ -325,6 +326,12 @@ class _StoredDocs:
             digest=cast(str, text(int(c["digest"][slot]))),
             payload=self.payloads([slot])[0],
         )
+
+    def place(self, slot: int) -> tuple[str, int] | None:
+        """The document's (stream, position) from its columns (``doc_place``)."""
+        stream = self._strings[int(self._columns["stream"][slot])]
+        position = int(self._columns["position"][slot])
+        return None if stream is None or position == _NO_POSITION else (stream, position)
 
     def tie(self, slot: int) -> TieKey:
         """``tie_key`` of the document at ``slot``, from its columns."""

@@ -43,7 +43,6 @@ from graph_app.domain.memory_store import MemoryStore, Visibility
 from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
 from graph_app.domain.related_terms import FIXED_TERMS, related_shares
 from graph_app.domain.termvectors import CorpusRows, TermVectors, term_vectors
-from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import (
     identifiers,
     plain_words,
@@ -76,10 +75,6 @@ class MemoryIndex(MemoryStore):
         for key in sorted(keep):
             other.upsert(self.docs[key])
         return other
-
-    def slot_ties(self, slots: Iterable[int]) -> list[TieKey]:
-        """The tie-break keys of the documents at ``slots`` (made when each was put)."""
-        return list(map(self._ties.__getitem__, slots))
 
     # -- ranking -------------------------------------------------------------------------
 
@@ -462,13 +457,13 @@ class MemoryIndex(MemoryStore):
             for offset in range(1, params.stream_window + 1)
             for delta, factor in ((-offset, params.stream_backward), (offset, 1.0))
         ]
-        docs, streams, slot_of = self._slot_docs, self._streams, self.bm25.slots
+        places, streams, slot_of = self._places, self._streams, self.bm25.slots
         lent: dict[int, float] = {}
         for slot, value in sources:
-            doc = docs[slot]
-            if doc is None or doc.stream is None or doc.position is None:
+            place = places[slot]
+            if place is None:
                 continue
-            stream, position = streams.get(doc.stream, {}), doc.position
+            stream, position = streams.get(place[0], {}), place[1]
             for delta, weight, offset in steps:
                 key = stream.get(position + delta)
                 if key is None:

@@ -90,6 +90,13 @@ class _Docs(Mapping[str, MemoryDoc]):
         return len(self._store.bm25)
 
 
+def doc_place(doc: MemoryDoc) -> tuple[str, int] | None:
+    """The document's (stream, position), None when it has no place in a stream."""
+    if doc.stream is None or doc.position is None:
+        return None
+    return doc.stream, doc.position
+
+
 class MemoryStore:
     """The tokenized documents of one project, their entity graph and visibility columns, kept
     in step under single-document updates (``MemoryIndex`` ranks them)."""
@@ -103,6 +110,9 @@ class MemoryStore:
         # Each slot's tie-break key (``tiebreak.tie_key``), made once when its document is put:
         # sorts look it up rather than make it per comparison.
         self._ties: Slots[TieKey] = list[TieKey]()
+        # Each slot's place in its stream, (stream, position), None when it has none: stream
+        # neighbours read it without making the document.
+        self._places: Slots[tuple[str, int] | None] = list[tuple[str, int] | None]()
         # The entity graph, nodes keyed by lower-cased entity id: the items about each node
         # (facts by subject, episodes by listed entity or by mention) and its edges. Each entry
         # holds its item's slot (slots are never reused): ranking checks visibility by slot.
@@ -141,8 +151,10 @@ class MemoryStore:
         while len(self._slot_docs) <= slot:
             self._slot_docs.append(None)
             self._ties.append(EMPTY_TIE)
+            self._places.append(None)
         self._slot_docs[slot] = doc
         self._ties[slot] = tie_key(doc)
+        self._places[slot] = doc_place(doc)
         self._link(doc, slot)
         if doc.stream is not None and doc.position is not None:
             stream = self._streams.setdefault(doc.stream, {})
@@ -223,6 +235,18 @@ class MemoryStore:
             return [held[n] if n in held else found[n] for n in positions]
 
         return read
+
+    def tie_reader(self, slots: Sequence[int]) -> Callable[[Sequence[int]], list[TieKey]]:
+        """Reads, when called with positions in ``slots``, the tie-break keys of the documents
+        there as they are now (as ``payload_reader`` reads payloads): a restored index makes its
+        stored slots' keys when asked for, from columns that never change."""
+        at = list(slots)
+        ties = self._ties
+        if not isinstance(ties, SlotList):
+            taken = list(map(ties.__getitem__, at))
+            return lambda positions: [taken[n] for n in positions]
+        held = {n: ties[s] for n, s in enumerate(at) if not ties.made(s)}
+        return lambda positions: [held[n] if n in held else ties.stored(at[n]) for n in positions]
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an

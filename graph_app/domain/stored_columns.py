@@ -179,6 +179,13 @@ class SlotList(Generic[T]):
         """Whether ``slot`` is made from the columns (stored, not written since)."""
         return 0 <= slot < self._stored and slot not in self._written
 
+    def stored(self, slot: int) -> T:
+        """The value the columns hold for a stored ``slot`` (which never changes), whether or
+        not it was written since."""
+        if not 0 <= slot < self._stored:
+            raise IndexError(slot)
+        return self._make(slot)
+
     def __iter__(self) -> Iterator[T]:
         return map(self.__getitem__, range(len(self)))
 

@@ -33,7 +33,7 @@ BM25_CACHES = {"_dirty", "_idf", "_avgdl", "_doc_len_array", "_norms", "_contrib
 # (``docs`` is a view of the slots, compared below with the rest.)
 INDEX_STATE = {
     "bm25", "_slot_docs", "_items_of", "_mentioned_by", "_edges_of", "_refs",
-    "_out_refs", "_streams", "_titled", "_arrays", "_ties",
+    "_out_refs", "_streams", "_titled", "_arrays", "_ties", "_places",
 }  # fmt: skip
 # Not stored: the semantic backend's sentence vectors, made again for every document when an
 # index restored with the backend on is refreshed (graph_app/index_cache.py).

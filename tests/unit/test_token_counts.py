@@ -12,7 +12,7 @@ from memoryproject.tokens import count_tokens, joined_tokens
 # before contraction letters, combining marks, non-Latin letters and digits, emoji: whatever
 # can sit at the end or start of a line.
 _CHARS = list("abcXYZsdmtlvre019 .,!?;:'\"()[]«»|-_#*/\\\t\r\u00a0\u2003\u0301\u0308")
-_CHARS += list("éßø日本語١٢٣Ⅻ😀👍🏽…–—")
+_CHARS += list("éßø日本語١٢٣Ⅻ😀👍🏽…\u2013\u2014")
 _LINE = st.text(alphabet=st.sampled_from(_CHARS), max_size=24)
 _WORD_START = st.sampled_from(list("[#-aZ0é日😀.«("))
 
