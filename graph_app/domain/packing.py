@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from graph_app.domain.tiebreak import TieKey
 
@@ -307,7 +308,10 @@ def _bundle(
     def rendered() -> tuple[str, int]:
         lines = _lines(packed, title=title, sections=sections)
         texts = [line if isinstance(line, str) else line.text for line in lines]
-        counts = [count(line) if isinstance(line, str) else line.tokens for line in lines]
+        counts = [
+            count(line) if isinstance(line, str) else cast(PackedItem, line).tokens
+            for line in lines
+        ]
         return "\n".join(texts), count_lines(texts, counts)
 
     markdown, total = rendered()
