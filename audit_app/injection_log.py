@@ -17,8 +17,6 @@ from datetime import date, datetime
 from functools import cache, partial
 from typing import Any
 
-from django.db import transaction
-
 from audit_app.checkpoints import witness_checkpoint
 from audit_app.domain.chain import RECORD_FORMAT, record_hash, sha256_text
 from audit_app.models import (
@@ -38,7 +36,7 @@ from memoryproject.errors import ApplicationError, validation_error
 from memoryproject.models import Project
 from memoryproject.timeutil import iso, utcnow
 from memoryproject.witness import LOG_STREAM, witness_head_advance
-from memoryproject.writes import write_transaction
+from memoryproject.writes import after_turn, write_transaction
 
 SOURCES = ("plan", "load", "compile", "prompt")
 # "review": a person's decision on a flagged context or a contradiction finding.
@@ -175,8 +173,9 @@ def _append(*, text: str, **fields: Any) -> InjectionRecord:
         sql.insert(record)
         record.__dict__["_system_prompt"] = _text_store(text, record.prompt_sha256)
         _head_move(head, record.seq, record.record_hash)
-        # Witnessed once committed: a head that was rolled back must never be witnessed.
-        transaction.on_commit(
+        # Witnessed once committed: a head that was rolled back must never be witnessed; the next
+        # writer need not wait for it (a head only moves forward, whichever lands first).
+        after_turn(
             partial(
                 witness_head_advance,
                 LOG_STREAM,

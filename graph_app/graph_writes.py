@@ -31,7 +31,7 @@ from graph_app.models import ChangeAction, GraphChange, GraphRevision, RecordTyp
 from memoryproject.models import Project
 from memoryproject.timeutil import utcnow
 from memoryproject.witness import graph_stream, witness_head_advance
-from memoryproject.writes import write_transaction
+from memoryproject.writes import after_turn, write_transaction
 
 
 def _graph_lock(project: Project) -> tuple[int, int, str]:
@@ -125,8 +125,9 @@ class GraphWrite:
                 f"UPDATE {head} SET changes = %s, head_hash = %s WHERE project_id = %s",
                 [self.size, self.head, self.project.pk],
             )
-        # Witnessed once committed (a rolled-back head must never be witnessed).
-        transaction.on_commit(
+        # Witnessed once committed (a rolled-back head must never be witnessed;
+        # the next writer need not wait for it: a head only moves forward).
+        after_turn(
             partial(
                 witness_head_advance,
                 graph_stream(self.project.pk),

@@ -201,3 +201,65 @@ def test_an_export_reads_while_a_writer_holds_the_database(committed, tmp_path):
     assert header["counts"]["fact"] == 1
     after = project_export(slug=committed.slug, out=tmp_path / "after.jsonl")["counts"]
     assert after["fact"] == 2 and after["graph_change"] > header["counts"]["graph_change"]
+
+
+def test_a_receipt_is_witnessed_after_the_turn_passes_and_before_the_plan_answers(
+    committed, monkeypatch
+):
+    """Witnessing the log's new head follows the commit but needs no place in the queue: while
+    one plan's head is being witnessed, the next writer already writes. The plan still answers
+    only once its head is witnessed (and a head only moves forward, whichever lands first)."""
+    import audit_app.injection_log as injection_log
+    from audit_app.models import InjectionRecord
+    from sessions_app.plan import plan_context
+
+    trace_record(project=committed, model="m", active_project="billing")
+    witnessed: list[int] = []
+    other_wrote = threading.Event()
+
+    def witness_slowly(stream: str, seq: int, digest: str, **details: Any) -> None:
+        # The next writer must get its turn while this plan's head is being witnessed.
+        writer, errors = in_background(
+            lambda: trace_record(project=committed, model="next", active_project="billing")
+        )
+        writer.join(10)
+        assert errors == []
+        if Trace.objects.filter(project=committed, model="next").exists():
+            other_wrote.set()
+        witnessed.append(seq)
+
+    monkeypatch.setattr(injection_log, "witness_head_advance", witness_slowly)
+    answer = plan_context(project=committed, channel="rest", client="turns", mode="force")
+    assert other_wrote.is_set(), "the next writer waited for the witness (still in the turn)"
+    # Witnessed before the plan answered: its receipt's place in the chain, once.
+    assert witnessed == [InjectionRecord.objects.get(pk=answer.injection_id).seq]
+
+
+def test_work_after_the_turn_runs_only_after_a_commit():
+    """What ``after_turn`` registers runs once the transaction committed, with the turn free;
+    a rolled-back transaction runs nothing."""
+    from memoryproject.writes import after_turn
+
+    path = f"{connection.settings_dict['NAME']}-writer"
+    seen: list[bool] = []
+
+    def turn_free() -> None:
+        other = os.open(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a writer holds it
+            fcntl.flock(other, fcntl.LOCK_UN)
+            seen.append(True)
+        finally:
+            os.close(other)
+
+    with write_transaction():
+        Project.objects.create(slug="after-turn", name="after")
+        after_turn(turn_free)
+        assert seen == []
+    assert seen == [True]
+
+    with pytest.raises(RuntimeError), write_transaction():
+        Project.objects.create(slug="after-turn-2", name="rolled back")
+        after_turn(turn_free)
+        raise RuntimeError("rolled back")
+    assert seen == [True] and not Project.objects.filter(slug="after-turn-2").exists()
