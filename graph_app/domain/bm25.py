@@ -206,7 +206,7 @@ class BM25Index:
         if not self._slot_of:
             return scores
         for term in query:
-            contribution = self._contribution(term, b)
+            contribution = self.contribution(term, b)
             if contribution is not None:
                 scores[contribution[0]] += contribution[1]
         # Sorted: added in the same order in every process (a set's order is not).
@@ -217,7 +217,10 @@ class BM25Index:
             scores[arrays[0]] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
         return scores
 
-    def _contribution(self, term: str, b: float | None) -> tuple[np.ndarray, np.ndarray] | None:
+    def contribution(self, term: str, b: float | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """(slots, BM25 score) of the documents holding ``term`` (each slot once), ``b`` as in
+        ``dense_scores``; None when no document holds it."""
+        self._refresh()
         b = self.b if b is None else b
         cached = self._contributions.get((term, b))
         if cached is None:

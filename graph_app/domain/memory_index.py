@@ -29,6 +29,7 @@ graph and visibility columns are ``memory_store.py``'s. Pure Python + numpy: no 
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -122,15 +123,17 @@ class MemoryIndex(MemoryStore):
         scores = self._with_feedback(pooled_at, lexical, terms, relevance, params)
         if similar:
             scores = self._fuse_dense(pooled_at, scores, similar, params)
-        top_slots, top_values = self._largest_pairs(pooled_at, scores, params.candidates)
-        best = float(top_values[0]) if len(top_values) else 1.0
-        top = list(zip(top_slots.tolist(), (top_values / best).tolist(), strict=True))
-        utility: dict[int, float] = dict(top)
+        # The candidates, in no particular order (the utilities are ordered at the end).
+        chosen = self._largest_at(pooled_at, scores, params.candidates)
+        top_slots, top_values = pooled_at[chosen], scores[chosen]
+        best = float(top_values.max()) if len(top_values) else 1.0
+        utility = dict(zip(top_slots.tolist(), (top_values / best).tolist(), strict=True))
 
         # One byte per slot: looked up item by item, a bytes object is much faster than numpy.
         shown = visible.tobytes()
-        # The best items seed activation: the first of ``top``, already in utility order.
-        self._activate(utility, [s for s, _ in top[: params.seeds]], shown, named, params)
+        # The best items seed activation.
+        seeds = self._largest(top_slots, top_values, params.seeds)
+        self._activate(utility, seeds, shown, named, params)
         self._stream_neighbours(utility, shown, params)
         self._prefer_titled(utility, terms, params)
         since = since_date(query) if params.before_since < 1 else None
@@ -233,8 +236,12 @@ class MemoryIndex(MemoryStore):
         for _term, near in related:
             best = np.zeros_like(relevance)
             for other, similarity in near:
-                scores = self.bm25.dense_scores([other], b=params.length_norm)
-                np.maximum(best, similarity * scores, out=best)
+                # A term's BM25 scores are its contribution on the slots holding it (each once)
+                # and zero elsewhere: only those slots can raise the best.
+                found = self.bm25.contribution(other, params.length_norm)
+                if found is not None:
+                    slots, scores = found
+                    best[slots] = np.maximum(best[slots], similarity * scores)
             extra += best
         return relevance + params.related_weight * extra
 
@@ -355,15 +362,17 @@ class MemoryIndex(MemoryStore):
     ) -> list[tuple[str, float]]:
         query_terms = set(terms)
         weights: dict[str, float] = {}
+        idf = self.bm25.idf
         for slot in top:
             doc = self._slot_docs[slot]
             if doc is None:
                 continue
             for term, tf in Counter(doc.tokens).items():
                 if term not in query_terms:
-                    weights[term] = weights.get(term, 0.0) + tf * self.bm25.idf(term)
-        chosen = [(t, w) for t, w in sorted(weights.items(), key=lambda x: (-x[1], x[0])) if w > 0]
-        chosen = chosen[: params.prf_terms]
+                    weights[term] = weights.get(term, 0.0) + tf * idf(term)
+        # The heaviest first (ties by term); the positive ones come before any other.
+        heaviest = heapq.nsmallest(params.prf_terms, weights.items(), key=lambda x: (-x[1], x[0]))
+        chosen = [(t, w) for t, w in heaviest if w > 0]
         if not chosen:
             return []
         heaviest = chosen[0][1]
@@ -538,17 +547,23 @@ class MemoryIndex(MemoryStore):
 
     def _largest_set(self, slots: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
         """The ``n`` of ``slots`` with the largest ``values`` (ties by ``tie_key``, as
-        ``_largest``), in no particular order: only those equal to the last one are ordered."""
+        ``_largest``), in no particular order."""
+        return slots[self._largest_at(slots, values, n)]
+
+    def _largest_at(self, slots: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+        """The positions in ``slots`` of ``_largest_set``'s: only those equal to the last one
+        chosen are put in order."""
         if not len(slots) or n <= 0:
-            return slots[:0]
+            return np.zeros(0, dtype=np.int64)
         if len(slots) <= n:
-            return slots
+            return np.arange(len(slots))
         threshold = values[np.argpartition(values, len(values) - n)[len(values) - n]]
         above = values > threshold
         at = np.flatnonzero(values == threshold)
         wanted = n - int(np.count_nonzero(above))
-        chosen = at[self._ordered(slots[at], values[at], wanted)]
-        return np.concatenate((slots[above], slots[chosen]))
+        return np.concatenate(
+            (np.flatnonzero(above), at[self._ordered(slots[at], values[at], wanted)])
+        )
 
     def _largest(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:
         """The ``n`` of ``slots`` with the largest ``values``, best first, ties by ``tie_key``."""
