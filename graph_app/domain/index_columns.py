@@ -141,10 +141,11 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
     """(JSON values, arrays) that ``index_restore`` turns back into ``index``; the strings'
     table is among the arrays. Raises ValueError or TypeError on an index it cannot store."""
     bm25 = index.bm25
-    docs = index._slot_docs
-    if len(docs) != bm25.n_slots or any(doc is None for doc in docs):
+    # Listed once: a restored index makes each document from its columns as it is read.
+    listed = list(index._slot_docs)
+    if len(listed) != bm25.n_slots or any(doc is None for doc in listed):
         raise ValueError("an index with free slots is not stored")
-    rows = cast(list[MemoryDoc], list(docs))
+    rows = cast(list[MemoryDoc], listed)
     if any(d.edge is not None and len(d.edge) != 2 for d in rows):
         raise ValueError("an edge that is not a pair is not stored")
     strings = StringTable()

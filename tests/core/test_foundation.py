@@ -200,6 +200,35 @@ def test_count_tokens_works_with_network_blocked(monkeypatch):
     assert tokens.count_tokens("def fact_upsert(subject_id):") > 3
 
 
+def test_the_encoding_made_from_the_bundled_file_is_tiktokens():
+    import tiktoken
+
+    from memoryproject import tokens
+
+    tokens._encoding_locked.cache_clear()
+    ours = tokens.encoding()
+    reference = tiktoken.get_encoding(tokens.ENCODING_NAME)
+    assert ours is not reference
+    assert ours.name == reference.name
+    assert ours._mergeable_ranks == reference._mergeable_ranks
+    assert ours._pat_str == reference._pat_str
+    assert ours._special_tokens == reference._special_tokens
+    text = "Décision: fact_upsert(subject_id) 12345 🙂 <|endoftext|>\n\n  done"
+    assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+
+
+def test_a_bundled_file_other_than_the_published_one_is_left_to_tiktoken(monkeypatch):
+    from memoryproject import tokens
+
+    monkeypatch.setattr(tokens, "CL100K_SHA256", "0" * 64)
+    tokens._encoding_locked.cache_clear()
+    try:
+        assert tokens.bundled_ranks() is None
+        assert tokens.count_tokens("hello world") == 2
+    finally:
+        tokens._encoding_locked.cache_clear()
+
+
 @pytest.mark.django_db
 def test_openapi_schema_is_valid_without_warnings(tmp_path):
     target = tmp_path / "schema.yaml"

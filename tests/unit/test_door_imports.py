@@ -97,3 +97,21 @@ def test_the_web_application_loads_no_mcp_sdk(tmp_path):
     assert "graph_app.api.compile" in loaded  # the probe reached the views
     assert "drf_spectacular.views" in loaded
     assert _of(loaded, "mcp", "mcp_types") == []
+
+
+def test_the_web_application_on_sqlite_loads_no_postgresql_driver(tmp_path):
+    # DRF's compat module would import django.contrib.postgres, and psycopg with it.
+    loaded = _loaded(WSGI, tmp_path)
+    assert "rest_framework.compat" in loaded
+    assert _of(loaded, "psycopg") == []
+    assert "django.contrib.postgres.fields" not in loaded
+
+
+def test_postgresql_fields_still_import_once_the_web_application_is_loaded(tmp_path):
+    script = WSGI.replace(
+        "print(",
+        "from django.contrib.postgres.fields import ArrayField\n"
+        "assert ArrayField.__name__ == 'ArrayField'\n"
+        "print(",
+    )
+    assert "django.contrib.postgres.fields" in _loaded(script, tmp_path)
