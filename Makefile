@@ -5,13 +5,22 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: semantic run test lint typecheck docs docs-serve bench bench-peer demo loadtest clean
+.PHONY: semantic bytecode run test lint typecheck docs docs-serve bench bench-peer demo loadtest clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	$(MAKE) --no-print-directory bytecode
 	touch $@
+
+# The project's modules byte-compiled, as pip does for what it installs (an editable install
+# does not): a server then starts without compiling them, also where PYTHONDONTWRITEBYTECODE
+# keeps Python from writing what it compiles (about 0.2 s of a start on 2 cores). Modules
+# changed since are compiled again here; Python never runs a stale file's bytecode.
+SOURCES := manage.py memoryproject graph_app sessions_app audit_app orchestration integrations benchmarks
+bytecode:
+	$(PY) -m compileall -q $(SOURCES)
 
 # The semantic backend's model (graph_app/domain/semantic.py), installed without its declared
 # dependencies, which would bring a deep-learning framework the backend does not use; the dev
@@ -35,7 +44,7 @@ semantic: $(VENV)/.installed
 # RUN_ARGS adds gunicorn options (RUN_ARGS="--access-logfile -" logs every request).
 # DEBUG stays off (set DEBUG=1 to opt in); the secret key is made on first run in data/secret_key.
 # Plain HTTP suits a local address only: see docs/security.md (Safety defaults) for a deployment.
-run: $(VENV)/.installed $(VENV)/.collectstatic
+run: $(VENV)/.installed $(VENV)/.collectstatic bytecode
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
 	@echo "== serving http://$(HOST):$(PORT)/ through gunicorn (Ctrl-C stops it)"
@@ -72,7 +81,7 @@ docs: $(VENV)/.installed-dev
 docs-serve: $(VENV)/.installed-dev
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict --dev-addr $(HOST):$(DOCS_PORT)
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed bytecode
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py memory_benchmark --scale cortex
 	DEBUG=1 $(PY) manage.py plan_benchmark
@@ -81,7 +90,7 @@ bench: $(VENV)/.installed
 # alternating runs (wrk if installed) against both: req/s, p50/p99, non-2xx and the ratio;
 # skipped when PEER_DIR is absent. BENCH_PEER_ARGS adds options (--json, --rounds 3, --load python).
 PEER_DIR ?= ../shared/peers/cognos-gateway
-bench-peer: $(VENV)/.installed
+bench-peer: $(VENV)/.installed bytecode
 	DEBUG=1 $(PY) manage.py plan_benchmark --against $(PEER_DIR) $(BENCH_PEER_ARGS)
 
 # Load test: CLIENTS clients for DURATION seconds against gunicorn on a fresh PostgreSQL database
