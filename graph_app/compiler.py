@@ -15,7 +15,7 @@ documents built from the rows (``graph_app.index_documents``); proofs are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -27,7 +27,7 @@ from graph_app.domain.memory_index import MemoryIndex, Ranking
 from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import Packed, PackItem, pack, split_line
 from graph_app.domain.profiles import PROFILES, Profile
-from graph_app.domain.ranked_payloads import RankedPayloads
+from graph_app.domain.ranked_payloads import RankedPayloads, TakenPayloads
 from graph_app.domain.render import best_passage, fact_line
 from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import tokenize_query
@@ -64,6 +64,10 @@ def _line_as_known(item: IndexItem, known: FactOut | None) -> IndexItem:
     return replace(item, line=line, keep=keep, tail=tail, line_tokens=-1, sha256=fields["sha256"])
 
 
+# The payloads of a ranking's items by key: all taken, or made as the packer reaches them.
+Payloads = RankedPayloads[IndexItem] | TakenPayloads[IndexItem]
+
+
 @dataclass(frozen=True)
 class _Ranked:
     """A ranking with what it needs from the index, taken under the index's lock: a concurrent
@@ -71,7 +75,7 @@ class _Ranked:
 
     revision: int
     ranking: Ranking
-    payloads: RankedPayloads[IndexItem]
+    payloads: Payloads
     # the query terms' smoothed IDF, which picks an episode's best-matching sentences
     weights: dict[str, float]
     # time travel without history: each fact as it was known then, by document key
@@ -135,7 +139,7 @@ class _Releases(Container[str]):
     the packer reaches a flagged one, for every flagged payload made by then (flagged items are
     few: most compiles ask nothing, none asks more than once a chunk of payloads)."""
 
-    def __init__(self, project: Project, payloads: RankedPayloads[IndexItem]) -> None:
+    def __init__(self, project: Project, payloads: Payloads) -> None:
         self._project = project
         self._payloads = payloads
         self._known: dict[str, bool] = {}
@@ -170,12 +174,10 @@ def rank_index(index: MemoryIndex, text: str, visibility: Visibility, profile: P
         query_vector=query_vector(index, text),
     )
     keys = [key for key, _ in ranking.ranked]
-    payloads = RankedPayloads(
-        keys, cast(Callable[[Sequence[int]], list[IndexItem]], index.payload_reader(ranking.slots))
-    )
+    payloads = cast(Payloads, index.ranked_payloads(keys, ranking.slots))
     # Tie-break keys too are made as the packer reaches their items (from a restored index's
     # columns: most of a ranking's are never packed).
-    ties = RankedPayloads(keys, index.tie_reader(ranking.slots))
+    ties = index.ranked_ties(keys, ranking.slots)
     # Previews weigh the terms the ranking used (a derived word form as its known stem).
     terms = set(ranking.terms or tokenize_query(text, drop=profile.rank.drop))
     weights = {term: index.bm25.smooth_idf(term) for term in terms}

@@ -371,8 +371,8 @@ class MemoryIndex(MemoryStore):
                 if term not in query_terms:
                     weights[term] = weights.get(term, 0.0) + tf * idf(term)
         # The heaviest first (ties by term); the positive ones come before any other.
-        heaviest = heapq.nsmallest(params.prf_terms, weights.items(), key=lambda x: (-x[1], x[0]))
-        chosen = [(t, w) for t, w in heaviest if w > 0]
+        first = heapq.nsmallest(params.prf_terms, weights.items(), key=lambda x: (-x[1], x[0]))
+        chosen = [(t, w) for t, w in first if w > 0]
         if not chosen:
             return []
         heaviest = chosen[0][1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TypeVar
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
+from graph_app.domain.ranked_payloads import RankedPayloads, TakenPayloads
 from graph_app.domain.stored_columns import SlotList, Slots
 from graph_app.domain.termvectors import CorpusRows
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, digest_prefix, tie_key
@@ -217,16 +219,18 @@ class MemoryStore:
         keys = self.bm25.key
         return [key for key in map(keys, slots) if key is not None]
 
-    def payload_reader(self, slots: Sequence[int]) -> Callable[[Sequence[int]], list[object]]:
-        """Reads, when called with positions in ``slots``, the payloads of the documents there
-        as they are now: those of documents in memory are taken now, those a restored index
-        makes from its stored columns (which never change) when asked for."""
+    def ranked_payloads(
+        self, keys: Sequence[str], slots: Sequence[int]
+    ) -> RankedPayloads[object] | TakenPayloads[object]:
+        """The payloads of the documents at ``slots`` (whose keys are ``keys``) as they are now:
+        those of documents in memory are taken now, those a restored index makes from its
+        stored columns (which never change) when the packer reaches them."""
         at = list(slots)
         docs = self._slot_docs
         stored = self._stored_payloads
         if stored is None or not isinstance(docs, SlotList):
-            taken = [doc.payload for doc in map(docs.__getitem__, at)]  # type: ignore[union-attr]
-            return lambda positions: [taken[n] for n in positions]
+            taken = map(attrgetter("payload"), map(docs.__getitem__, at))
+            return TakenPayloads(zip(keys, taken, strict=True))
         held = {n: docs[s].payload for n, s in enumerate(at) if not docs.made(s)}
 
         def read(positions: Sequence[int]) -> list[object]:
@@ -234,19 +238,20 @@ class MemoryStore:
             found = dict(zip(wanted, stored([at[n] for n in wanted]), strict=True))
             return [held[n] if n in held else found[n] for n in positions]
 
-        return read
+        return RankedPayloads(keys, read)
 
-    def tie_reader(self, slots: Sequence[int]) -> Callable[[Sequence[int]], list[TieKey]]:
-        """Reads, when called with positions in ``slots``, the tie-break keys of the documents
-        there as they are now (as ``payload_reader`` reads payloads): a restored index makes its
-        stored slots' keys when asked for, from columns that never change."""
+    def ranked_ties(self, keys: Sequence[str], slots: Sequence[int]) -> Mapping[str, TieKey]:
+        """The tie-break keys of the documents at ``slots`` by key, as ``ranked_payloads``
+        reads payloads: a restored index makes its stored slots' keys when they are reached."""
         at = list(slots)
         ties = self._ties
         if not isinstance(ties, SlotList):
-            taken = list(map(ties.__getitem__, at))
-            return lambda positions: [taken[n] for n in positions]
+            return dict(zip(keys, map(ties.__getitem__, at), strict=True))
         held = {n: ties[s] for n, s in enumerate(at) if not ties.made(s)}
-        return lambda positions: [held[n] if n in held else ties.stored(at[n]) for n in positions]
+        return RankedPayloads(
+            keys,
+            lambda positions: [held[n] if n in held else ties.stored(at[n]) for n in positions],
+        )
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an

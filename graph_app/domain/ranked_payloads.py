@@ -53,3 +53,12 @@ class RankedPayloads(Mapping[str, T], Generic[T]):
     def made(self) -> Iterator[tuple[str, T]]:
         """(key, payload) of the payloads made so far."""
         return ((self._keys[n], payload) for n, payload in self._made.items())
+
+
+class TakenPayloads(dict[str, T]):
+    """key -> payload of a ranking's items, all taken when the ranking was (documents held in
+    memory: taking one is a lookup); read as ``RankedPayloads`` is."""
+
+    def made(self) -> Iterator[tuple[str, T]]:
+        """(key, payload) of every payload (all made)."""
+        return iter(self.items())
