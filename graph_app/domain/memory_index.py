@@ -343,11 +343,11 @@ class MemoryIndex(MemoryStore):
         if not named:
             return
         keep = 1.0 - params.title_prior
-        docs = self._slot_docs
-        for slot in utility:
+        docs, other = self._slot_docs, named.isdisjoint
+        for slot, value in utility.items():
             doc = docs[slot]
-            if doc is not None and named.isdisjoint(doc.title_terms):
-                utility[slot] *= keep
+            if doc is not None and other(doc.title_terms):
+                utility[slot] = value * keep
 
     def _prefer_since(self, utility: dict[int, float], since: date, params: RankParams) -> None:
         """A query asking what changed since a day: items from before it matter less."""
