@@ -518,8 +518,7 @@ class MemoryIndex(MemoryStore):
         """The ``n`` best utilities with their slots, in no particular order."""
         if not utility or n <= 0:
             return []
-        slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
-        values = np.fromiter(utility.values(), dtype=np.float64, count=len(utility))
+        slots, values = _arrays_of(utility)
         return [(s, utility[s]) for s in self._largest_set(slots, values, n).tolist()]
 
     def _top(self, utility: dict[int, float], n: int, *, positive: bool = False) -> list[int]:
@@ -527,8 +526,7 @@ class MemoryIndex(MemoryStore):
         first, ties by ``tie_key``."""
         if not utility or n <= 0:
             return []
-        slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
-        values = np.fromiter(utility.values(), dtype=np.float64, count=len(utility))
+        slots, values = _arrays_of(utility)
         if positive:
             keep = values > 0
             slots, values = slots[keep], values[keep]
@@ -573,12 +571,15 @@ class MemoryIndex(MemoryStore):
     def _largest_pairs(
         self, slots: np.ndarray, values: np.ndarray, n: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``_largest``'s slots with their values."""
-        if not len(slots) or n <= 0:
-            return slots[:0], values[:0]
-        if len(slots) > n:
-            threshold = np.partition(values, len(values) - n)[len(values) - n]
-            keep = values >= threshold
-            slots, values = slots[keep], values[keep]
+        """``_largest``'s slots with their values: ``_largest_at``'s, put in order."""
+        chosen = self._largest_at(slots, values, n)
+        slots, values = slots[chosen], values[chosen]
         at = self._ordered(slots, values, n)
         return slots[at], values[at]
+
+
+def _arrays_of(utility: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The slots and the values of ``utility`` as arrays, in its order."""
+    slots = np.fromiter(utility.keys(), dtype=np.int64, count=len(utility))
+    values = np.fromiter(utility.values(), dtype=np.float64, count=len(utility))
+    return slots, values

@@ -156,14 +156,14 @@ class MemoryStore:
             self._places.append(None)
         self._slot_docs[slot] = doc
         self._ties[slot] = tie_key(doc)
-        self._places[slot] = doc_place(doc)
+        self._places[slot] = place = doc_place(doc)
         self._link(doc, slot)
-        if doc.stream is not None and doc.position is not None:
-            stream = self._streams.setdefault(doc.stream, {})
-            holder = stream.get(doc.position)
+        if place is not None:
+            stream = self._streams.setdefault(place[0], {})
+            holder = stream.get(place[1])
             # Two episodes at one position: the first by ``tie_key`` holds it, whichever came last.
             if holder is None or holder == doc.key or tie_key(doc) < tie_key(self.docs[holder]):
-                stream[doc.position] = doc.key
+                stream[place[1]] = doc.key
         self._titled.update(set(doc.title_terms))
         self._set_columns(slot, doc)
 
@@ -199,10 +199,11 @@ class MemoryStore:
             self._refs.get(doc.object_ref, {}).pop(doc.key, None)
             if doc.subject:
                 self._out_refs.get(doc.subject.lower(), {}).pop(doc.key, None)
-        if doc.stream is not None and doc.position is not None:
-            stream = self._streams.get(doc.stream, {})
-            if stream.get(doc.position) == doc.key:
-                del stream[doc.position]
+        place = doc_place(doc)
+        if place is not None:
+            stream = self._streams.get(place[0], {})
+            if stream.get(place[1]) == doc.key:
+                del stream[place[1]]
         for term in set(doc.title_terms):
             left = self._titled[term] - 1
             if left > 0:
