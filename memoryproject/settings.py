@@ -307,7 +307,9 @@ WITNESS_DATABASE_URL = env.str("WITNESS_DATABASE_URL", default="")
 # The context compiler's index snapshots: a new process loads a project's index from here
 # instead of rebuilding it from every row (empty: none). One is written once a refresh has read
 # COMPILER_SNAPSHOT_MIN_ROWS rows since the last.
-COMPILER_SNAPSHOT_DIR = env.str("COMPILER_SNAPSHOT_DIR", default=str(BASE_DIR / "data" / "index"))
+# "off" (as for WITNESS_DIR) or empty: no snapshots.
+_snapshot_dir = env.str("COMPILER_SNAPSHOT_DIR", default=str(BASE_DIR / "data" / "index")).strip()
+COMPILER_SNAPSHOT_DIR = "" if _snapshot_dir.lower() == "off" else _snapshot_dir
 COMPILER_SNAPSHOT_MIN_ROWS = env_int("COMPILER_SNAPSHOT_MIN_ROWS", 5000)
 # The optional semantic backend (graph_app/domain/semantic.py): each indexed item gets a
 # sentence vector when indexed and each query one when compiled, and the ranking fuses their

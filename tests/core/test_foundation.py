@@ -85,6 +85,21 @@ def test_debug_mode_starts_without_secret_key(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.parametrize("value", ["off", "OFF", ""])
+def test_compiler_snapshots_are_switched_off_by_off_or_empty(tmp_path, value):
+    # As WITNESS_DIR: "off" is the switch, not a directory named off.
+    result = _manage(
+        "shell",
+        "-c",
+        "from django.conf import settings; print(repr(settings.COMPILER_SNAPSHOT_DIR))",
+        DEBUG="1",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'off.sqlite3'}",
+        COMPILER_SNAPSHOT_DIR=value,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "''"
+
+
 @pytest.mark.django_db
 def test_bootstrap_creates_admin_once_and_never_resets_password():
     out = StringIO()
