@@ -333,7 +333,6 @@ def _pack(ranked: _Ranked, budget: int) -> _Bundle:
     left out, all within ``budget``."""
     chosen = _candidates(ranked, budget)
     candidates, counted, scores, held = chosen.items, chosen.counted, chosen.scores, chosen.held
-    ran_out = chosen.ran_out  # told to the caller, who may rank again at full length
     section = _quarantine_section(held, budget)
 
     def count(text: str) -> int:
@@ -365,14 +364,14 @@ def _pack(ranked: _Ranked, budget: int) -> _Bundle:
         count_lines=joined_tokens,
     )
     if not section or not packed.markdown:
-        return _Bundle(packed, scores, [], ran_out)
+        return _Bundle(packed, scores, [], chosen.ran_out)
     markdown = packed.markdown + section
     tokens = count_tokens(markdown)
     if tokens > budget:  # the join may count a token more than its parts: never over budget
-        return _Bundle(packed, scores, [], ran_out)
+        return _Bundle(packed, scores, [], chosen.ran_out)
     shown = section.count("\n- QUARANTINED ")
     packed = replace(packed, markdown=markdown, token_count=tokens)
-    return _Bundle(packed, scores, held[:shown], ran_out)
+    return _Bundle(packed, scores, held[:shown], chosen.ran_out)
 
 
 @takes(CompileInput)

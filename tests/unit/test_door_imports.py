@@ -52,10 +52,11 @@ print("\\n".join(sorted(sys.modules)))
 """
 
 
-def _run(script: str, tmp_path: Path, **extra: str) -> str:
-    """What ``script`` prints, run in a new interpreter (``extra`` added to its environment)."""
+def _run(script: str, tmp_path: Path, *, unset: tuple[str, ...] = (), **extra: str) -> str:
+    """What ``script`` prints, run in a new interpreter (``extra`` added to its environment,
+    the variables named in ``unset`` taken out)."""
     env = {
-        **{name: value for name, value in os.environ.items() if name not in extra},
+        **{name: value for name, value in os.environ.items() if name not in unset},
         **extra,
         "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
         "SECRET_KEY": "test-only-secret-key-not-for-production-use-0123456789",
@@ -139,11 +140,8 @@ print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "pools": pools}
 
 
 def _blas(tmp_path: Path, **env: str) -> dict[str, object]:
-    env.setdefault("OPENBLAS_NUM_THREADS", "")  # unset unless given
-    script = BLAS
-    if not env["OPENBLAS_NUM_THREADS"]:
-        script = "import os\nos.environ.pop('OPENBLAS_NUM_THREADS')\n" + BLAS
-    return dict(json.loads(_run(script, tmp_path, **env)))
+    """The BLAS figures of a new process, OPENBLAS_NUM_THREADS unset unless given."""
+    return dict(json.loads(_run(BLAS, tmp_path, unset=("OPENBLAS_NUM_THREADS",), **env)))
 
 
 def test_a_server_process_starts_no_blas_threads_without_the_semantic_backend(tmp_path):
