@@ -98,7 +98,7 @@ class MemoryIndex(MemoryStore):
         terms = self._derived(query, terms, params)
         visible, stale = self.masks(visibility)
         relevance, matched = self._lexical(query, terms, params)
-        suppressed = int(np.count_nonzero((matched > 0) & stale))
+        suppressed = int(np.count_nonzero(stale[matched]))
         related = self._related(terms, params)
         if related:
             relevance = self._with_related(relevance, related, params)
@@ -157,30 +157,36 @@ class MemoryIndex(MemoryStore):
     def _lexical(
         self, query: str, terms: list[str], params: RankParams
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(relevance, matched weight) per slot: BM25 with whole identifiers boosted, weighted
-        by how much of the query each item covers."""
+        """(relevance per slot, the slots that match a query term): BM25 with whole identifiers
+        boosted, weighted by how much of the query each item covers."""
         dense = self.bm25.dense_scores(
             terms, boost_identifiers=identifiers(query), b=params.length_norm
         )
         table = self.bm25.match_table(terms)
+        total = sum(self.bm25.smooth_idf(t) for t in sorted(set(terms)))
+        if table is not None and params.coordination > 0 and total > 0:
+            # Only the slots holding a query term get a coverage above zero: the rest stays zero,
+            # and each product is worked out on those slots alone, not the whole corpus.
+            mask, sums = table
+            hit = np.flatnonzero(mask != 0)  # a bool array's nonzero is several times faster
+            held = mask[hit]
+            weight = sums[held]
+            # Okapi BM25 gives a term found in half of the documents zero weight, which in a
+            # small project is most terms: a match must still beat a miss, a rare match a
+            # common one.
+            cover = (sums / total) ** params.coordination
+            relevance = np.zeros_like(dense)
+            relevance[hit] = (dense[hit] + 1e-2 * weight) * cover[held]
+            return relevance, hit[weight > 0]
         matched = self.bm25.matched_weight(terms) if table is None else table[1][table[0]]
-        # Okapi BM25 gives a term found in half of the documents zero weight, which in a small
-        # project is most terms: a match must still beat a miss, a rare match a common one.
         relevance = dense + 1e-2 * matched
-        if params.coordination > 0:
-            total = sum(self.bm25.smooth_idf(t) for t in sorted(set(terms)))
-            if total > 0 and table is not None:
-                # The coverage factor once per set of matched terms, then looked up per slot
-                # (zero where no term matched).
-                mask, sums = table
-                relevance = relevance * ((sums / total) ** params.coordination)[mask]
-            elif total > 0:
-                # Zero where no query term matched: the rest is computed on the matches only.
-                hit = np.flatnonzero(matched)
-                covered = np.zeros_like(relevance)
-                covered[hit] = relevance[hit] * (matched[hit] / total) ** params.coordination
-                relevance = covered
-        return relevance, matched
+        if params.coordination > 0 and total > 0:
+            # Zero where no query term matched: the rest is computed on the matches only.
+            hit = np.flatnonzero(matched != 0)
+            covered = np.zeros_like(relevance)
+            covered[hit] = relevance[hit] * (matched[hit] / total) ** params.coordination
+            relevance = covered
+        return relevance, np.flatnonzero(matched > 0)
 
     def _related(
         self, terms: list[str], params: RankParams
