@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -37,9 +38,11 @@ from graph_app.snapshot import (
     GraphHead,
     MappedSnapshot,
     snapshot_forget,
+    snapshot_path,
     snapshot_read,
     snapshot_write,
 )
+from graph_app.snapshot_writer import snapshot_in_background, writer_lock
 from memoryproject.models import Project
 from memoryproject.tokens import tokens_warm
 
@@ -64,9 +67,11 @@ class ProjectIndex:
         # The snapshot file a restored index reads its columns from (None: built from the rows).
         self.source: MappedSnapshot | None = None
 
-    def refresh(self, project: Project) -> int:
+    def refresh(self, project: Project, *, save: bool = True) -> int:
         """Brings the index up to the project's current revision; answers that revision. A new
-        process starts from the project's snapshot when it still describes the graph."""
+        process starts from the project's snapshot when it still describes the graph. With
+        ``save``, once ``COMPILER_SNAPSHOT_MIN_ROWS`` rows were read since the last snapshot,
+        one is written (``_snapshot_due``)."""
         if self.source is not None and not self.source.unchanged():
             # The snapshot file was written in place since it was verified: its columns are no
             # longer the ones signed. Start over from the rows.
@@ -106,9 +111,19 @@ class ProjectIndex:
         self._embed()
         self.rows_read += rows
         self.rows_unsaved += rows
-        if self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
-            self._save(project)
+        if save and self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
+            self._snapshot_due(project)
         return current
+
+    def _snapshot_due(self, project: Project) -> None:
+        """Writes the snapshot: here when the index was built from the rows (its documents are
+        at hand), else by a process of its own (``graph_app.snapshot_writer``), which makes the
+        documents again from the columns without this process waiting or keeping them."""
+        if self.source is None or not settings.COMPILER_SNAPSHOT_BACKGROUND:
+            self.save(project)
+            return
+        self.rows_unsaved = 0
+        snapshot_in_background(project.slug)
 
     def _start_over(self) -> None:
         self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
@@ -130,16 +145,19 @@ class ProjectIndex:
             os.getpid(),
         )
 
-    def _save(self, project: Project) -> None:
+    def save(self, project: Project) -> bool:
+        """Writes the snapshot of this index; answers whether it was written."""
         head = graph_head(project)
         # Saved only as of a revision the index has reached, with that revision's log head.
-        if (
+        written = (
             head.revision == self.revision
             and head.changes > 0
             and snapshot_write(project.pk, head, self.index, self.max_recorded)
-        ):
+        )
+        if written:
             self.rows_unsaved = 0
         _settle()
+        return written
 
     def _embed(self) -> None:
         """With the semantic backend on, a sentence vector for every document without one
@@ -253,3 +271,40 @@ def compiler_cache_clear() -> None:
     """Forgets every cached index (they are rebuilt on the next compile)."""
     with _cache_lock:
         _cache.clear()
+
+
+def snapshot_now(project: Project) -> dict[str, Any]:
+    """Brings ``project``'s index up to date in this process (from its snapshot, then the rows
+    changed since) and writes its snapshot anew when the one on disk is behind, holding the
+    writer's lock (``graph_app.snapshot_writer``). Answers what was done: ``status`` written,
+    current (the snapshot already describes the graph), empty (no graph yet), busy (another
+    writer holds the lock), off (no snapshot directory) or failed (logged)."""
+    path = snapshot_path(project.pk)
+    report: dict[str, Any] = {"project": project.slug, "status": "off"}
+    if path is None:
+        return report
+    with writer_lock(path, wait=False) as had:
+        if not had:
+            return report | {"status": "busy"}
+        entry = project_index(project)
+        with entry.lock:
+            revision = entry.refresh(project, save=False)
+            report |= {"revision": revision, "snapshot": entry.restored, "rows": entry.rows_read}
+            if entry.head is None or entry.head.changes == 0:
+                return report | {"status": "empty"}  # no graph yet: nothing to keep
+            if entry.restored == revision:
+                return report | {"status": "current"}
+            written = entry.save(project)
+            head = entry.head
+            if written and head is not None and not graph_head_reached(project=project, head=head):
+                # The graph went back meanwhile (an erasure): the file describes none of it.
+                path.unlink(missing_ok=True)
+                written = False
+        if written:
+            log.info(
+                "compiler index snapshot of project %s written at revision %d in process %d",
+                project.slug,
+                revision,
+                os.getpid(),
+            )
+        return report | {"status": "written" if written else "failed"}

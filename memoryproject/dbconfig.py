@@ -10,8 +10,10 @@ is only given once its transaction is durable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import environ
 
@@ -69,3 +71,15 @@ def database_label(config: dict[str, Any]) -> str:
         parts = (config.get("NAME"), config.get("HOST") or "local", config.get("PORT") or "")
         raw = "-".join(str(part) for part in parts if part)
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in raw) or "database"
+
+
+def database_url_of(config: Mapping[str, Any]) -> str:
+    """A database URL for a new process on the database of ``config`` (a connection's
+    settings: the test database while tests run), as ``database_url_parse`` reads it back."""
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{Path(config['NAME']).resolve()}"
+    user = quote(config.get("USER") or "postgres")
+    password = f":{quote(config['PASSWORD'])}" if config.get("PASSWORD") else ""
+    host = config.get("HOST") or "127.0.0.1"
+    port = config.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{config['NAME']}"

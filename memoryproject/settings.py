@@ -311,6 +311,9 @@ WITNESS_DATABASE_URL = env.str("WITNESS_DATABASE_URL", default="")
 _snapshot_dir = env.str("COMPILER_SNAPSHOT_DIR", default=str(BASE_DIR / "data" / "index")).strip()
 COMPILER_SNAPSHOT_DIR = "" if _snapshot_dir.lower() == "off" else _snapshot_dir
 COMPILER_SNAPSHOT_MIN_ROWS = env_int("COMPILER_SNAPSHOT_MIN_ROWS", 5000)
+# A snapshot due in a process whose index was restored from one is written by a process of its
+# own (manage.py compiler_snapshot), so that no compile waits for it (graph_app.snapshot_writer).
+COMPILER_SNAPSHOT_BACKGROUND = env.bool("COMPILER_SNAPSHOT_BACKGROUND", default=True)
 # The optional semantic backend (graph_app/domain/semantic.py): each indexed item gets a
 # sentence vector when indexed and each query one when compiled, and the ranking fuses their
 # cosine similarity with BM25. Off by default (encoding costs CPU time per item); it needs

@@ -17,13 +17,13 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 from django.db import connection
 
 from graph_app.compiler import context_compile
 from graph_app.index_cache import compiler_cache_stats
+from memoryproject.dbconfig import database_url_of
 from memoryproject.models import Project
 from memoryproject.tokens import count_tokens
 
@@ -86,14 +86,7 @@ def cold_start_run(slug: str, query: str) -> dict[str, Any]:
 
 def database_url() -> str:
     """The URL of the configured database, for a new process on it."""
-    db = connection.settings_dict
-    if db["ENGINE"] == "django.db.backends.sqlite3":
-        return f"sqlite:///{Path(db['NAME']).resolve()}"
-    user = quote(db.get("USER") or "postgres")
-    password = f":{quote(db['PASSWORD'])}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or "127.0.0.1"
-    port = db.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+    return database_url_of(connection.settings_dict)
 
 
 def cold_start_measure(slug: str, *, query: str, snapshots: bool = True) -> dict[str, Any]:

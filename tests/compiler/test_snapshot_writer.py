@@ -1,0 +1,152 @@
+"""The snapshot of an index restored from a snapshot is written by a process of its own
+(``manage.py compiler_snapshot``): the compile that makes it due answers without writing it,
+and the next process restores the one that process wrote.
+
+A new process is an empty in-memory cache: ``compiler_cache_clear`` leaves exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from graph_app.compiler import context_compile
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear, compiler_cache_stats, snapshot_now
+from graph_app.snapshot import snapshot_path
+from graph_app.snapshot_writer import writer_lock
+
+QUERY = "what does payment_service depend on"
+WAIT_SECONDS = 120
+
+
+@pytest.fixture
+def snapshots(settings, tmp_path):
+    settings.COMPILER_SNAPSHOT_DIR = str(tmp_path / "index")
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 1
+    return tmp_path / "index"
+
+
+def _facts(project, *values: str) -> None:
+    for value in values:
+        fact_upsert(
+            project=project,
+            subject_id="payment_service",
+            predicate="depends_on",
+            object_value=value,
+        )
+
+
+def _compile(project):
+    return context_compile(project=project, query=QUERY, max_tokens=600)
+
+
+def _stats(project):
+    stats = compiler_cache_stats(project.pk)
+    assert stats is not None
+    return stats
+
+
+def _writers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "snapshot-writer"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_restored_index_leaves_its_due_snapshot_to_a_process_of_its_own(
+    settings, snapshots, default_project, capfd
+):
+    settings.COMPILER_SNAPSHOT_BACKGROUND = True
+    _facts(default_project, "ledger_store", "auth_service")
+    first = _compile(default_project)  # built from the rows: written here
+    path = snapshot_path(default_project.pk)
+    assert path is not None and path.exists()
+    compiler_cache_clear()
+    _compile(default_project)
+    assert _stats(default_project)["restored"] == first["revision"]
+    written = path.stat().st_mtime_ns
+
+    _facts(default_project, "billing_api")
+    before = set(_writers())
+    due = _compile(default_project)
+    assert "billing_api" in due["markdown"]
+    # Answered before the snapshot was rewritten: a process of its own is at it.
+    assert path.stat().st_mtime_ns == written
+    started = [t for t in _writers() if t not in before]
+    assert len(started) == 1
+    started[0].join(WAIT_SECONDS)
+    assert not started[0].is_alive()
+
+    err = capfd.readouterr().err
+    found = re.search(
+        r"snapshot of project default written at revision (\d+) in process (\d+)", err
+    )
+    assert found is not None, err
+    assert int(found[1]) == due["revision"] and int(found[2]) != os.getpid()
+    compiler_cache_clear()
+    assert _compile(default_project)["markdown"] == due["markdown"]
+    assert _stats(default_project)["restored"] == due["revision"]
+    assert _stats(default_project)["rows_read"] == 0
+
+
+def test_the_command_writes_a_snapshot_behind_and_then_finds_it_current(
+    settings, snapshots, default_project
+):
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 10_000  # nothing written by the compiles themselves
+    _facts(default_project, "ledger_store")
+    _compile(default_project)
+    out = StringIO()
+    call_command("compiler_snapshot", "--project", "default", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["ok"] is True
+    [project] = report["projects"]
+    assert project["project"] == "default" and project["status"] == "written"
+
+    compiler_cache_clear()
+    out = StringIO()
+    call_command("compiler_snapshot", "--project", "default", stdout=out)
+    assert re.search(r"^default\s+current\s", out.getvalue(), re.M), out.getvalue()
+    assert "peak memory" in out.getvalue()
+
+
+def test_a_writer_finding_the_lock_held_leaves_the_work_to_its_holder(snapshots, default_project):
+    _facts(default_project, "ledger_store")
+    path = snapshot_path(default_project.pk)
+    assert path is not None
+    with writer_lock(path, wait=True) as had:
+        assert had
+        assert snapshot_now(default_project)["status"] == "busy"
+    assert snapshot_now(default_project)["status"] == "written"
+
+
+def test_the_command_names_an_unknown_project(snapshots, default_project):
+    with pytest.raises(CommandError, match="--project: no project 'nope'"):
+        call_command("compiler_snapshot", "--project", "nope")
+
+
+def test_a_wait_for_the_writer_lock_ends_when_its_holder_lets_go(snapshots, default_project):
+    """Forgetting a snapshot (an erasure) waits for a writer at work, then deletes."""
+    path = snapshot_path(default_project.pk)
+    assert path is not None
+    held = threading.Event()
+    done = threading.Event()
+
+    def hold() -> None:
+        with writer_lock(path, wait=True):
+            held.set()
+            time.sleep(0.3)
+            done.set()  # before the lock is let go
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    with writer_lock(path, wait=True) as had:
+        assert had and done.is_set()
+    holder.join()
