@@ -44,7 +44,7 @@ from graph_app.domain.index_columns import index_columns, index_restore
 from graph_app.domain.index_items import ITEM_COLUMNS
 from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.snapshot_file import snapshot_file_read, snapshot_file_write
-from graph_app.snapshot_writer import writer_lock
+from graph_app.snapshot_writer import writer_lock, writer_lock_path
 from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
@@ -278,6 +278,10 @@ def snapshot_forget(project_pk: int) -> None:
     """Deletes one project's snapshot (e.g. once the project is deleted or a record erased),
     once a writer writing it meanwhile is done (``graph_app.snapshot_writer``)."""
     path = snapshot_path(project_pk)
-    if path is not None:
-        with writer_lock(path, wait=True):
-            path.unlink(missing_ok=True)
+    if path is None:
+        return
+    if not writer_lock_path(path).exists():
+        path.unlink(missing_ok=True)  # no writer ever ran here: no lock file is left behind
+        return
+    with writer_lock(path, wait=True):
+        path.unlink(missing_ok=True)

@@ -20,7 +20,12 @@ from django.core.management.base import CommandError
 
 from graph_app.compiler import context_compile
 from graph_app.fact_writes import fact_upsert
-from graph_app.index_cache import compiler_cache_clear, compiler_cache_stats, snapshot_now
+from graph_app.index_cache import (
+    compiler_cache_clear,
+    compiler_cache_forget,
+    compiler_cache_stats,
+    snapshot_now,
+)
 from graph_app.snapshot import snapshot_path
 from graph_app.snapshot_writer import writer_lock
 
@@ -131,10 +136,13 @@ def test_the_command_names_an_unknown_project(snapshots, default_project):
         call_command("compiler_snapshot", "--project", "nope")
 
 
-def test_a_wait_for_the_writer_lock_ends_when_its_holder_lets_go(snapshots, default_project):
-    """Forgetting a snapshot (an erasure) waits for a writer at work, then deletes."""
+def test_forgetting_a_snapshot_waits_for_the_writer_at_work(snapshots, default_project):
+    """An erasure's forget deletes the snapshot only once the writer holding its lock is done,
+    never a file that writer would then put back."""
+    _facts(default_project, "ledger_store")
+    _compile(default_project)
     path = snapshot_path(default_project.pk)
-    assert path is not None
+    assert path is not None and path.exists()
     held = threading.Event()
     done = threading.Event()
 
@@ -147,6 +155,15 @@ def test_a_wait_for_the_writer_lock_ends_when_its_holder_lets_go(snapshots, defa
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait(5)
-    with writer_lock(path, wait=True) as had:
-        assert had and done.is_set()
+    compiler_cache_forget(default_project.pk)
+    assert done.is_set() and not path.exists()
     holder.join()
+
+
+def test_forgetting_a_snapshot_no_writer_wrote_leaves_no_lock_file(snapshots, default_project):
+    _facts(default_project, "ledger_store")
+    _compile(default_project)
+    path = snapshot_path(default_project.pk)
+    assert path is not None and path.exists()
+    compiler_cache_forget(default_project.pk)
+    assert list(snapshots.iterdir()) == []
