@@ -146,7 +146,10 @@ def _rank(
         revision = entry.refresh(project)
         index, visibility, views = _visible(project, entry, params)
         ranked = rank_index(index, text, visibility, profile, limit)
-    conflicts = compliance().open_findings_of_facts(project=project)
+    # Only facts are marked with their open findings: a ranking of episodes alone (a dialogue's
+    # turns) asks nothing.
+    has_facts = any(key.startswith("fact:") for key, _ in ranked.ranking.ranked)
+    conflicts = compliance().open_findings_of_facts(project=project) if has_facts else {}
     released = _Releases(project, ranked.payloads)
     return replace(ranked, revision=revision, views=views, conflicts=conflicts, released=released)
 

@@ -7,11 +7,14 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from audit_app.findings import contradictions_audit, finding_settle
 from audit_app.models import AuditRun, ContradictionFinding
 from graph_app import entity_reads, integrity
 from graph_app.compiler import context_compile
+from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import compiler_cache_clear
 from graph_app.models import TemporalFact
@@ -67,6 +70,27 @@ def test_compiled_bundles_mark_a_fact_with_an_open_finding(default_project, conf
     assert f"[FACT:{old['id']}] [CONFLICT:#{finding_id}]" in bundle["markdown"]
     marked = {i["id"]: i.get("open_finding") for i in bundle["items"]}
     assert marked[old["id"]] == finding_id
+
+
+def test_a_bundle_of_episodes_alone_does_not_ask_for_findings(default_project, conflicting):
+    """Only facts are marked with an open finding: a compile that ranks none reads no finding,
+    one that ranks a fact reads them once."""
+    contradictions_audit(project=default_project)
+    episode_record(
+        project=default_project,
+        title="Standup notes",
+        category="incident",
+        content="the rollout of the billing dashboard slipped to thursday",
+    )
+    table = ContradictionFinding._meta.db_table
+
+    def findings_read(query: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            context_compile(project=default_project, query=query)
+        return sum(table in q["sql"] for q in captured.captured_queries)
+
+    assert findings_read("billing dashboard rollout thursday") == 0
+    assert findings_read("auth_service token format") == 1
 
 
 def test_a_clean_graph_has_no_findings(default_project):
