@@ -78,8 +78,8 @@ def database_url_of(config: Mapping[str, Any]) -> str:
     settings: the test database while tests run), as ``database_url_parse`` reads it back."""
     if config["ENGINE"] == "django.db.backends.sqlite3":
         return f"sqlite:///{Path(config['NAME']).resolve()}"
-    user = quote(config.get("USER") or "postgres")
-    password = f":{quote(config['PASSWORD'])}" if config.get("PASSWORD") else ""
+    user = quote(config.get("USER") or "postgres", safe="")
+    password = f":{quote(config['PASSWORD'], safe='')}" if config.get("PASSWORD") else ""
     host = config.get("HOST") or "127.0.0.1"
     port = config.get("PORT") or 5432
     return f"postgres://{user}{password}@{host}:{port}/{config['NAME']}"

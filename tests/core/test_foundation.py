@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from memoryproject.dbconfig import database_config
+from memoryproject.dbconfig import database_config, database_url_of, database_url_parse
 from memoryproject.models import ProjectAPIKey
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +25,32 @@ def test_database_url_absent_means_sqlite_file_in_data_dir(tmp_path):
     assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in config["OPTIONS"]["init_command"]
     assert "busy_timeout" in config["OPTIONS"]["init_command"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"ENGINE": "django.db.backends.sqlite3", "NAME": "data/x.sqlite3"},
+        {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": "memory",
+            "USER": "svc user",
+            "PASSWORD": "p@ss:w/rd#1",
+            "HOST": "db.internal",
+            "PORT": 5433,
+        },
+    ],
+)
+def test_a_new_process_is_given_the_database_it_was_started_from(config):
+    """The URL a server gives a process it starts (the snapshot writer) names the same database,
+    credentials with URL metacharacters included."""
+    parsed = database_url_parse(database_url_of(config))
+    if config["ENGINE"].endswith("sqlite3"):
+        assert parsed["NAME"] == str(Path(config["NAME"]).resolve())
+        return
+    for key in ("NAME", "USER", "PASSWORD", "HOST"):
+        assert parsed[key] == config[key]
+    assert int(parsed["PORT"]) == config["PORT"]
 
 
 @pytest.mark.django_db

@@ -20,7 +20,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -30,6 +29,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
+from memoryproject.dbconfig import database_url_of
 from memoryproject.models import Project
 from memoryproject.services import api_key_create
 
@@ -58,14 +58,7 @@ Scenario = Callable[[ClientSession], Awaitable[T]]
 
 def database_url() -> str:
     """DATABASE_URL of the test database this test runs on (after pytest-django's setup)."""
-    db = connection.settings_dict
-    if db["ENGINE"] == "django.db.backends.sqlite3":
-        return f"sqlite:///{Path(db['NAME']).resolve()}"
-    user = quote(db.get("USER") or "postgres")
-    password = f":{quote(db['PASSWORD'])}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or "127.0.0.1"
-    port = db.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+    return database_url_of(connection.settings_dict)
 
 
 def server_env() -> dict[str, str]:
