@@ -43,6 +43,7 @@ from graph_app.snapshot import (
     snapshot_write,
 )
 from graph_app.snapshot_writer import snapshot_in_background, writer_lock
+from memoryproject import sql
 from memoryproject.models import Project
 from memoryproject.tokens import tokens_warm
 
@@ -66,6 +67,9 @@ class ProjectIndex:
         self.head: GraphHead | None = None
         # The snapshot file a restored index reads its columns from (None: built from the rows).
         self.source: MappedSnapshot | None = None
+        # The database's change stamp (``sql.change_stamp``) taken before ``head`` was read:
+        # while it holds, no write happened since and the head need not be read again.
+        self.stamp: tuple[object, int, int] | None = None
 
     def refresh(self, project: Project, *, save: bool = True) -> int:
         """Brings the index up to the project's current revision; answers that revision. A new
@@ -79,6 +83,9 @@ class ProjectIndex:
             self._start_over()
         if self.revision < 0:
             self._restore(project)
+        stamp = sql.change_stamp()
+        if stamp is not None and stamp == self.stamp and self.head is not None:
+            return self.revision  # nothing was written since the head was last read
         head = graph_head(project)
         current = head.revision
         if self.head is not None and not graph_head_continues(
@@ -90,6 +97,7 @@ class ProjectIndex:
         self.head = head
         if current == self.revision:
             self._embed()
+            self.stamp = stamp
             return current
         since = max(self.revision, 0)
         rows = 0
@@ -109,6 +117,7 @@ class ProjectIndex:
             )
         self.revision = current
         self._embed()
+        self.stamp = stamp
         self.rows_read += rows
         self.rows_unsaved += rows
         if save and self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
@@ -127,7 +136,7 @@ class ProjectIndex:
 
     def _start_over(self) -> None:
         self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
-        self.source, self.restored = None, -1
+        self.source, self.restored, self.stamp = None, -1, None
 
     def _restore(self, project: Project) -> None:
         snapshot = snapshot_read(project.pk)

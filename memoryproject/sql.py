@@ -265,3 +265,18 @@ def for_update(using: str = DEFAULT_DB_ALIAS) -> str:
     """`` FOR UPDATE`` where the database locks rows read (PostgreSQL); SQLite's write
     transaction already holds the whole database."""
     return " FOR UPDATE" if connections[using].features.has_select_for_update else ""
+
+
+def change_stamp(using: str = DEFAULT_DB_ALIAS) -> tuple[Any, int, int] | None:
+    """What moves whenever the database may have changed, as this thread's connection sees it:
+    on SQLite the connection itself, ``PRAGMA data_version`` (it moves with every commit of any
+    other connection, other processes' included) and the connection's own count of changed rows
+    (its own writes, committed or not). Equal stamps: nothing was written in between. None on
+    other databases, where a read must be made again."""
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return None
+    connection.ensure_connection()
+    raw = connection.connection
+    (version,) = raw.execute("PRAGMA data_version").fetchone()
+    return raw, int(version), int(raw.total_changes)
