@@ -61,8 +61,10 @@ class ProjectIndex:
         # Rows read from the database into this index, and since its last snapshot was written.
         self.rows_read = 0
         self.rows_unsaved = 0
-        # The revision of the snapshot this index was loaded from (-1: built from the rows).
+        # The revision of the snapshot this index was loaded from (-1: built from the rows),
+        # and of the snapshot on disk as this process last read or wrote it (-1: none).
         self.restored = -1
+        self.saved = -1
         # The graph's head when the index last caught up with it (None: not yet).
         self.head: GraphHead | None = None
         # The snapshot file a restored index reads its columns from (None: built from the rows).
@@ -136,7 +138,7 @@ class ProjectIndex:
 
     def _start_over(self) -> None:
         self.revision, self.index, self.max_recorded = -1, MemoryIndex(), -INF
-        self.source, self.restored, self.stamp = None, -1, None
+        self.source, self.restored, self.saved, self.stamp = None, -1, -1, None
 
     def _restore(self, project: Project) -> None:
         snapshot = snapshot_read(project.pk)
@@ -144,7 +146,7 @@ class ProjectIndex:
             return
         self.index, self.max_recorded = snapshot.index, snapshot.max_recorded
         self.source = snapshot.source
-        self.revision = self.restored = snapshot.head.revision
+        self.revision = self.restored = self.saved = snapshot.head.revision
         self.head = snapshot.head
         _settle()
         log.info(
@@ -164,7 +166,7 @@ class ProjectIndex:
             and snapshot_write(project.pk, head, self.index, self.max_recorded)
         )
         if written:
-            self.rows_unsaved = 0
+            self.rows_unsaved, self.saved = 0, self.revision
         _settle()
         return written
 
@@ -301,7 +303,7 @@ def snapshot_now(project: Project) -> dict[str, Any]:
             report |= {"revision": revision, "snapshot": entry.restored, "rows": entry.rows_read}
             if entry.head is None or entry.head.changes == 0:
                 return report | {"status": "empty"}  # no graph yet: nothing to keep
-            if entry.restored == revision:
+            if entry.saved == revision:
                 return report | {"status": "current"}
             written = entry.save(project)
             head = entry.head

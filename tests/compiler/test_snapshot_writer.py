@@ -121,6 +121,17 @@ def test_the_command_writes_a_snapshot_behind_and_then_finds_it_current(
     assert "peak memory" in out.getvalue()
 
 
+def test_a_snapshot_just_written_is_current_for_the_process_that_wrote_it(
+    settings, snapshots, default_project
+):
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 10_000
+    _facts(default_project, "ledger_store")
+    assert snapshot_now(default_project)["status"] == "written"
+    assert snapshot_now(default_project)["status"] == "current"
+    _facts(default_project, "auth_service")
+    assert snapshot_now(default_project)["status"] == "written"
+
+
 def test_a_writer_finding_the_lock_held_leaves_the_work_to_its_holder(snapshots, default_project):
     _facts(default_project, "ledger_store")
     path = snapshot_path(default_project.pk)
