@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -233,33 +233,32 @@ class BM25Index:
             cached = self._contributions[(term, b)] = (slots, score)
         return cached
 
-    def norms(self, slots: np.ndarray, *, b: float | None = None) -> np.ndarray:
-        """The length normalisation of the documents at ``slots`` (``b`` as in
-        ``dense_scores``): what ``term_scores`` divides by, for several terms' calls."""
-        self._refresh()
-        return self._norm(b)[slots]
-
-    def term_scores(
-        self,
-        term: str,
-        slots: np.ndarray,
-        *,
-        b: float | None = None,
-        norm: np.ndarray | None = None,
+    def weighted_scores(
+        self, weighted: Sequence[tuple[str, float]], slots: np.ndarray, *, b: float | None = None
     ) -> np.ndarray:
-        """BM25Okapi contribution of one query term to the documents at ``slots`` (``b`` as in
-        ``dense_scores``; ``norm``: ``norms(slots, b=b)`` when already computed)."""
+        """Per slot of ``slots``, the sum over (term, weight) of weight x the term's BM25Okapi
+        contribution (``b`` as in ``dense_scores``), added term by term in the given order.
+        Worked out over each term's postings (a term's contribution as ``contribution`` caches
+        it, else made for this call alone) rather than looked up slot by slot."""
         self._refresh()
-        arrays = self._posting_array(term)
-        if arrays is None or not len(slots):
-            return np.zeros(len(slots))
-        sorted_slots, sorted_tfs = arrays
-        where = np.minimum(np.searchsorted(sorted_slots, slots), len(sorted_slots) - 1)
-        found = sorted_slots[where] == slots
-        tfs = np.where(found, sorted_tfs[where], 0.0)
-        if norm is None:
-            norm = self._norm(b)[slots]
-        return self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
+        b = self.b if b is None else b
+        total = np.zeros(len(self._keys))
+        for term, weight in weighted:
+            found = self._contributions.get((term, b))
+            if found is None:
+                arrays = self._posting_array(term)
+                if arrays is None:
+                    continue
+                held, tfs = arrays
+                norm = self._norm(b)
+                found = held, self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[held]))
+            total[found[0]] += weight * found[1]
+        return total[slots]
+
+    def idf_table(self) -> Mapping[str, float]:
+        """Okapi IDF by term (``idf`` for many terms at once; read-only)."""
+        self._refresh()
+        return self._idf
 
     def smooth_idf(self, term: str) -> float:
         """Always-positive IDF, log(1 + (N - df + 0.5) / (df + 0.5)): Okapi's IDF is zero for a

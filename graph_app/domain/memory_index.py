@@ -168,25 +168,25 @@ class MemoryIndex(MemoryStore):
             # Only the slots holding a query term get a coverage above zero: the rest stays zero,
             # and each product is worked out on those slots alone, not the whole corpus.
             mask, sums = table
-            hit = np.flatnonzero(mask != 0)  # a bool array's nonzero is several times faster
+            hit = (mask != 0).nonzero()[0]  # a bool array's nonzero is several times faster
             held = mask[hit]
             weight = sums[held]
             # Okapi BM25 gives a term found in half of the documents zero weight, which in a
             # small project is most terms: a match must still beat a miss, a rare match a
             # common one.
             cover = (sums / total) ** params.coordination
-            relevance = np.zeros_like(dense)
+            relevance = np.zeros(len(dense))
             relevance[hit] = (dense[hit] + 1e-2 * weight) * cover[held]
             return relevance, hit[weight > 0]
         matched = self.bm25.matched_weight(terms) if table is None else table[1][table[0]]
         relevance = dense + 1e-2 * matched
         if params.coordination > 0 and total > 0:
             # Zero where no query term matched: the rest is computed on the matches only.
-            hit = np.flatnonzero(matched != 0)
-            covered = np.zeros_like(relevance)
+            hit = (matched != 0).nonzero()[0]
+            covered = np.zeros(len(relevance))
             covered[hit] = relevance[hit] * (matched[hit] / total) ** params.coordination
             relevance = covered
-        return relevance, np.flatnonzero(matched > 0)
+        return relevance, (matched > 0).nonzero()[0]
 
     def _related(
         self, terms: list[str], params: RankParams
@@ -238,9 +238,9 @@ class MemoryIndex(MemoryStore):
     ) -> np.ndarray:
         """``relevance`` plus, per query term, the best of its related terms' BM25 scores
         weighted by similarity (one related word found is enough; several do not add up)."""
-        extra = np.zeros_like(relevance)
+        extra = np.zeros(len(relevance))
         for _term, near in related:
-            best = np.zeros_like(relevance)
+            best = np.zeros(len(relevance))
             for other, similarity in near:
                 # A term's BM25 scores are its contribution on the slots holding it (each once)
                 # and zero elsewhere: only those slots can raise the best.
@@ -324,11 +324,7 @@ class MemoryIndex(MemoryStore):
         expansion = self._feedback_terms(sources, terms, params)
         if not expansion:
             return base
-        extra = np.zeros(len(slots))
-        norm = self.bm25.norms(slots, b=params.length_norm)
-        for term, weight in expansion:
-            extra += weight * self.bm25.term_scores(term, slots, b=params.length_norm, norm=norm)
-        return base + extra
+        return base + self.bm25.weighted_scores(expansion, slots, b=params.length_norm)
 
     def _named_entities(self, query: str) -> list[str]:
         """The entities of the graph the query names (whole words or identifiers)."""
@@ -368,14 +364,14 @@ class MemoryIndex(MemoryStore):
     ) -> list[tuple[str, float]]:
         query_terms = set(terms)
         weights: dict[str, float] = {}
-        idf = self.bm25.idf
+        idf = self.bm25.idf_table().get
         for slot in top:
             doc = self._slot_docs[slot]
             if doc is None:
                 continue
             for term, tf in Counter(doc.tokens).items():
                 if term not in query_terms:
-                    weights[term] = weights.get(term, 0.0) + tf * idf(term)
+                    weights[term] = weights.get(term, 0.0) + tf * idf(term, 0.0)
         # The heaviest first (ties by term); the positive ones come before any other.
         first = heapq.nsmallest(params.prf_terms, weights.items(), key=lambda x: (-x[1], x[0]))
         chosen = [(t, w) for t, w in first if w > 0]
@@ -466,26 +462,20 @@ class MemoryIndex(MemoryStore):
         if params.stream_window <= 0 or params.stream_weight <= 0:
             return
         sources = self._best_set(utility, params.stream_sources)
-        # Each offset's two positions, and the weight and offset of a neighbour's share there.
+        # Each step's weight and offset (a neighbour's share there), in ``_stream_near``'s order.
         steps = [
-            (delta, factor * params.stream_weight, offset)
+            (factor * params.stream_weight, offset)
             for offset in range(1, params.stream_window + 1)
-            for delta, factor in ((-offset, params.stream_backward), (offset, 1.0))
+            for factor in (params.stream_backward, 1.0)
         ]
-        places, streams, slot_of = self._places, self._streams, self.bm25.slots
+        near = self._stream_near
         lent: dict[int, float] = {}
         for slot, value in sources:
-            place = places[slot]
-            if place is None:
-                continue
-            stream, position = streams.get(place[0], {}), place[1]
-            for delta, weight, offset in steps:
-                key = stream.get(position + delta)
-                if key is None:
+            found = near(slot, params.stream_window)
+            for neighbour, step in found:
+                if not visible[neighbour]:
                     continue
-                neighbour = slot_of.get(key)
-                if neighbour is None or not visible[neighbour]:
-                    continue
+                weight, offset = steps[step]
                 lent[neighbour] = max(lent.get(neighbour, 0.0), weight * value / offset)
         # Each slot is lent to once (the max above), so the order of these additions cannot
         # change a sum.
@@ -497,7 +487,7 @@ class MemoryIndex(MemoryStore):
         ``tie_key``: the order never depends on where a document happens to be stored, nor on
         its id. The key's valid time and digest prefix are columns, sorted with the values at
         once; whole keys are made only for documents equal in all three."""
-        order = np.argsort(-values, kind="stable")
+        order = (-values).argsort(kind="stable")
         ordered = values[order]
         if len(order) < 2 or not (ordered[1:] == ordered[:-1]).any():
             return order[:n]  # no two values equal: the values alone decide
@@ -511,7 +501,7 @@ class MemoryIndex(MemoryStore):
         if not same.any():
             return order[:n]
         flags = np.concatenate(([False], same, [False])).astype(np.int8)
-        edges = np.flatnonzero(np.diff(flags)).tolist()
+        edges = np.diff(flags).nonzero()[0].tolist()
         ties = self._ties
         for first, last in zip(edges[::2], edges[1::2], strict=True):
             if first >= n:
@@ -540,13 +530,13 @@ class MemoryIndex(MemoryStore):
 
     def _top_slots(self, values: np.ndarray, n: int) -> list[int]:
         """Slots of the ``n`` largest positive values, best first, ties by ``tie_key``."""
-        positive = np.flatnonzero(values > 0)
+        positive = (values > 0).nonzero()[0]
         return self._largest(positive, values[positive], n)
 
     def _top_set(self, values: np.ndarray, n: int) -> np.ndarray:
         """The slots of ``_top_slots`` in no particular order (ordering them costs more than
         choosing them)."""
-        positive = np.flatnonzero(values > 0)
+        positive = (values > 0).nonzero()[0]
         return self._largest_set(positive, values[positive], n)
 
     def _largest_set(self, slots: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -561,12 +551,12 @@ class MemoryIndex(MemoryStore):
             return np.zeros(0, dtype=np.int64)
         if len(slots) <= n:
             return np.arange(len(slots))
-        threshold = values[np.argpartition(values, len(values) - n)[len(values) - n]]
+        threshold = values[values.argpartition(len(values) - n)[len(values) - n]]
         above = values > threshold
-        at = np.flatnonzero(values == threshold)
+        at = (values == threshold).nonzero()[0]
         wanted = n - int(np.count_nonzero(above))
         return np.concatenate(
-            (np.flatnonzero(above), at[self._ordered(slots[at], values[at], wanted)])
+            (above.nonzero()[0], at[self._ordered(slots[at], values[at], wanted)])
         )
 
     def _largest(self, slots: np.ndarray, values: np.ndarray, n: int) -> list[int]:

@@ -92,6 +92,10 @@ class _Docs(Mapping[str, MemoryDoc]):
         return len(self._store.bm25)
 
 
+# The stream neighbourhoods ``_stream_near`` keeps at most (a few hundred bytes each).
+NEAR_CACHE_MAX = 8192
+
+
 def doc_place(doc: MemoryDoc) -> tuple[str, int] | None:
     """The document's (stream, position), None when it has no place in a stream."""
     if doc.stream is None or doc.position is None:
@@ -130,6 +134,9 @@ class MemoryStore:
         self._out_refs: Table[tuple[str, int]] = {}
         self._streams: MutableMapping[str, dict[int, str]] = {}
         self._titled: Counter[str] = Counter()  # title term -> documents whose title has it
+        # (slot, window) -> the slots within ``window`` positions of it in its stream, each with
+        # its step (``_stream_near``); emptied by every change and when it grows past its bound.
+        self._near_cache: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         # The related-terms table's rows of this index's terms, and the vocabulary they are of.
         self._corpus: tuple[int, object, CorpusRows] | None = None
         # A restored index's payloads of stored slots, made at once from the columns.
@@ -146,6 +153,7 @@ class MemoryStore:
         return _Docs(self)
 
     def upsert(self, doc: MemoryDoc) -> None:
+        self._near_cache.clear()
         if doc.key in self.docs:
             self._unlink(self.docs[doc.key])
         slot = self.bm25.upsert(doc.key, doc.tokens)
@@ -253,6 +261,29 @@ class MemoryStore:
             keys,
             lambda positions: [held[n] if n in held else ties.stored(at[n]) for n in positions],
         )
+
+    def _stream_near(self, slot: int, window: int) -> tuple[tuple[int, int], ...]:
+        """The slots of the documents within ``window`` positions of ``slot``'s in its stream,
+        each with its step: 2 x (offset - 1), plus 1 after it (0: before it), nearest first,
+        before after; none when the document has no place. Kept until the next change."""
+        cache = self._near_cache
+        found = cache.get((slot, window))
+        if found is not None:
+            return found
+        place = self._places[slot]
+        near: list[tuple[int, int]] = []
+        if place is not None:
+            stream, position, slot_of = self._streams.get(place[0], {}), place[1], self.bm25.slots
+            for offset in range(1, window + 1):
+                for step, delta in ((2 * offset - 2, -offset), (2 * offset - 1, offset)):
+                    key = stream.get(position + delta)
+                    neighbour = None if key is None else slot_of.get(key)
+                    if neighbour is not None:
+                        near.append((neighbour, step))
+        if len(cache) >= NEAR_CACHE_MAX:
+            cache.clear()
+        found = cache[(slot, window)] = tuple(near)
+        return found
 
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an

@@ -218,6 +218,31 @@ def test_matches_tallied_as_bit_masks_weigh_exactly_what_adding_the_weights_give
         assert np.array_equal(mask != 0, expected > 0)
 
 
+@settings(max_examples=60)
+@given(
+    docs=st.lists(st.lists(words, min_size=1, max_size=8), min_size=1, max_size=25),
+    weighted=st.lists(
+        st.tuples(words | st.just("absent"), st.floats(0.01, 1.0)), min_size=1, max_size=8
+    ),
+    b=st.sampled_from([None, 0.5]),
+    cached=st.booleans(),
+)
+def test_weighted_scores_are_each_terms_scores_weighted_and_added_in_order(
+    docs, weighted, b, cached
+):
+    index = BM25Index()
+    for i, doc in enumerate(docs):
+        index.upsert(f"d{i}", doc)
+    if cached:  # a term's contribution kept by an earlier query's ranking
+        index.dense_scores([t for t, _ in weighted], b=b)
+    slots = np.array([index.slot(f"d{i}") for i in range(len(docs))][::-1])
+    # Each term's BM25 score of every slot, weighted and added to the sum term by term.
+    expected = np.zeros(len(slots))
+    for term, weight in weighted:
+        expected += weight * index.dense_scores([term], b=b)[slots]
+    assert np.array_equal(index.weighted_scores(weighted, slots, b=b), expected)
+
+
 # --- activation -----------------------------------------------------------------------------
 
 EDGES = {
@@ -306,6 +331,28 @@ def test_stream_neighbours_lend_relevance():
         )
     ranked = dict(index.rank("adopt dog", Visibility()).ranked)
     assert ranked["episode:0"] > ranked["episode:1"] > 0
+
+
+def test_a_turn_written_after_a_ranking_is_lent_to_by_the_next():
+    index = MemoryIndex()
+
+    def turn(position, text):
+        tokens = tuple(tokenize(text))
+        doc = MemoryDoc(f"episode:{position}", "episode", tokens, stream="chat", position=position)
+        index.upsert(doc)
+
+    turn(0, "did you adopt the dog?")
+    turn(5, "the weather is nice")
+    assert set(dict(index.rank("adopt dog", Visibility()).ranked)) == {"episode:0"}
+    # The answer arrives after that ranking, right after the question, then the one after it.
+    turn(1, "yes, we named him Biscuit")
+    turn(2, "he sleeps a lot")
+    ranked = dict(index.rank("adopt dog", Visibility()).ranked)
+    assert ranked["episode:0"] > ranked["episode:1"] > ranked["episode:2"] > 0
+    assert "episode:5" not in ranked
+    # Moved out of the question's neighbourhood, a turn is lent to no more.
+    index.upsert(MemoryDoc("episode:1", "episode", ("yes",), stream="chat", position=9))
+    assert "episode:1" not in dict(index.rank("adopt dog", Visibility()).ranked)
 
 
 def _turn(key, speaker, text, position=0):
