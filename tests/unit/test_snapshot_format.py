@@ -40,8 +40,8 @@ INDEX_STATE = {
 NOT_STORED = {"dense"}
 # Not state: how a restored index reads its stored slots' payloads from the columns.
 NOT_STORED |= {"_stored_payloads"}
-# A cache: the related-terms table's rows of the index's terms.
-NOT_STORED |= {"_corpus"}
+# Caches: the related-terms table's rows of the index's terms; the stream neighbourhoods.
+NOT_STORED |= {"_corpus", "_near_cache"}
 BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_doc_len"}
 BM25_STATE |= {"_postings", "_total_len"}
 
