@@ -284,10 +284,15 @@ def compiler_cache_clear() -> None:
         _cache.clear()
 
 
+# Refreshes and saves ``snapshot_now`` tries while writes keep landing between the two.
+SNAPSHOT_ATTEMPTS = 3
+
+
 def snapshot_now(project: Project) -> dict[str, Any]:
     """Brings ``project``'s index up to date in this process (from its snapshot, then the rows
     changed since) and writes its snapshot anew when the one on disk is behind, holding the
-    writer's lock (``graph_app.snapshot_writer``). Answers what was done: ``status`` written,
+    writer's lock (``graph_app.snapshot_writer``); a write landing between the refresh and the
+    save is caught up with, and the save tried again. Answers what was done: ``status`` written,
     current (the snapshot already describes the graph), empty (no graph yet), busy (another
     writer holds the lock), off (no snapshot directory) or failed (logged)."""
     path = snapshot_path(project.pk)
@@ -299,13 +304,18 @@ def snapshot_now(project: Project) -> dict[str, Any]:
             return report | {"status": "busy"}
         entry = project_index(project)
         with entry.lock:
-            revision = entry.refresh(project, save=False)
-            report |= {"revision": revision, "snapshot": entry.restored, "rows": entry.rows_read}
-            if entry.head is None or entry.head.changes == 0:
-                return report | {"status": "empty"}  # no graph yet: nothing to keep
-            if entry.saved == revision:
-                return report | {"status": "current"}
-            written = entry.save(project)
+            for _ in range(SNAPSHOT_ATTEMPTS):
+                revision = entry.refresh(project, save=False)
+                report |= {"revision": revision, "snapshot": entry.restored}
+                report["rows"] = entry.rows_read
+                if entry.head is None or entry.head.changes == 0:
+                    return report | {"status": "empty"}  # no graph yet: nothing to keep
+                if entry.saved == revision:
+                    return report | {"status": "current"}
+                written = entry.save(project)
+                if written or graph_head(project).revision == revision:
+                    break  # written, or failed with the graph where it was (logged)
+                # A write landed between the refresh and the save: caught up with, again.
             head = entry.head
             if written and head is not None and not graph_head_reached(project=project, head=head):
                 # The graph went back meanwhile (an erasure): the file describes none of it.

@@ -21,6 +21,7 @@ from django.core.management.base import CommandError
 from graph_app.compiler import context_compile
 from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import (
+    ProjectIndex,
     compiler_cache_clear,
     compiler_cache_forget,
     compiler_cache_stats,
@@ -130,6 +131,32 @@ def test_a_snapshot_just_written_is_current_for_the_process_that_wrote_it(
     assert snapshot_now(default_project)["status"] == "current"
     _facts(default_project, "auth_service")
     assert snapshot_now(default_project)["status"] == "written"
+
+
+def test_a_write_landing_between_the_refresh_and_the_save_is_caught_up_with(
+    settings, snapshots, default_project, monkeypatch
+):
+    """Under writes, another commit can land between the writer's refresh and its save (which
+    then declines a revision it has not read): the writer catches up and saves again."""
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 10_000
+    _facts(default_project, "ledger_store")
+    save = ProjectIndex.save
+    landed: list[int] = []
+
+    def write_first(self, project):  # another client's commit, just before the first save
+        if not landed:
+            landed.append(1)
+            _facts(project, "billing_api")
+        return save(self, project)
+
+    monkeypatch.setattr(ProjectIndex, "save", write_first)
+    report = snapshot_now(default_project)
+    assert landed and report["status"] == "written"
+    compiler_cache_clear()
+    monkeypatch.setattr(ProjectIndex, "save", save)
+    assert "billing_api" in _compile(default_project)["markdown"]
+    assert _stats(default_project)["restored"] == report["revision"]
+    assert _stats(default_project)["rows_read"] == 0
 
 
 def test_a_writer_finding_the_lock_held_leaves_the_work_to_its_holder(snapshots, default_project):
