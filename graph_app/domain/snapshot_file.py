@@ -116,3 +116,13 @@ def _array(data: Stored, start: int, name: str, place: Any) -> np.ndarray:
     if start + offset + count * dtype.itemsize > len(data):
         raise SnapshotRefused(f"array {name}: past the end of the file")
     return np.frombuffer(data, dtype=dtype, count=count, offset=start + offset)
+
+
+def offset_in(data: Stored, array: np.ndarray) -> int:
+    """Where ``array``, a view ``snapshot_file_read`` made of ``data``, starts in ``data`` (the
+    file's byte offset, for reading that array by position instead of through the map)."""
+    first = np.frombuffer(data, dtype=np.uint8, count=1).__array_interface__["data"][0]
+    offset = int(array.__array_interface__["data"][0]) - int(first)
+    if not 0 <= offset <= len(data) - array.nbytes:
+        raise ValueError("the array is not a view of these bytes")
+    return offset

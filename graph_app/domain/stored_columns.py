@@ -31,17 +31,31 @@ V = TypeVar("V")
 # Strings up to this many bytes are kept once decoded: tokens, short entity names, kinds,
 # section titles (not ids, which are longer: there is one per document).
 _KEPT_BYTES = 32
+# Strings read through a reader less than this many bytes apart are read in one piece.
+_GAP_BYTES = 1 << 14
+
+
+class Text(Protocol):
+    """Where a string table's bytes are read from: the stored array's buffer, or a file's region
+    read by position (``graph_app.snapshot.FileRegion``), which keeps the text out of a
+    process's mapped pages."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, at: slice, /) -> bytes | memoryview: ...
 
 
 class StoredStrings:
     """The strings ``StringTable.columns`` wrote (UTF-8 bytes, each one's end), decoded on
-    demand. Number -1 reads as None."""
+    demand. Number -1 reads as None. ``text`` is read through ``reader`` when one is given (the
+    same bytes, e.g. from the file by position), else in place."""
 
-    def __init__(self, text: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(self, text: np.ndarray, ends: np.ndarray, *, reader: Text | None = None) -> None:
         n = len(ends)
+        if reader is not None and len(reader) != len(text):
+            raise ValueError("strings: the reader does not hold the text")
         if n and (int(ends[-1]) != len(text) or int(ends[0]) < 0 or (np.diff(ends) < 0).any()):
             raise ValueError("strings: ends do not match the text")
-        self._text = text.data
+        self._text: Text = text.data if reader is None else reader
         # Left in the map (a list of Python numbers would weigh 70 bytes a string).
         self._ends = ends
         self._kept: dict[int, str] = {}
@@ -66,13 +80,24 @@ class StoredStrings:
         at = np.fromiter(numbers, dtype=np.int64)
         if not len(at):
             return []
-        ends = self._ends[at].tolist()
-        starts = np.where(at > 0, self._ends[at - 1], 0).tolist()
+        if not len(self._ends):  # no strings: every number asked for is -1 (None)
+            return [None] * len(at)
+        ends = self._ends[at]
+        starts = np.where(at > 0, self._ends[np.maximum(at, 1) - 1], 0)
         text = self._text
-        return [
-            None if number < 0 else _decoded(text[start:end])
-            for number, start, end in zip(at.tolist(), starts, ends, strict=True)
-        ]
+        if isinstance(text, memoryview):
+            return [
+                None if number < 0 else _decoded(text[start:end])
+                for number, start, end in zip(
+                    at.tolist(), starts.tolist(), ends.tolist(), strict=True
+                )
+            ]
+        found: list[str | None] = [None] * len(at)
+        wanted = np.flatnonzero(at >= 0)
+        read = _read_near(text, starts[wanted], ends[wanted])
+        for place, data in zip(wanted.tolist(), read, strict=True):
+            found[place] = _decoded(data)
+        return found
 
     def span(self, first: int, count: int) -> list[str]:
         """The ``count`` strings numbered from ``first`` on, decoded at once when they are ASCII
@@ -98,7 +123,26 @@ class StoredStrings:
         return column
 
 
-def _decoded(data: memoryview) -> str:
+def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[memoryview]:
+    """The bytes ``starts[i]:ends[i]`` of ``text``, each run of strings lying near one another
+    (a table's names, interned together) read in one piece: one read per run, not per string."""
+    if not len(starts):
+        return []
+    order = starts.argsort(kind="stable")
+    first, last = starts[order], ends[order]
+    reach = np.maximum.accumulate(last)
+    cuts = (np.flatnonzero(first[1:] > reach[:-1] + _GAP_BYTES) + 1).tolist()
+    found: list[memoryview] = [memoryview(b"")] * len(order)
+    places, first_at, last_at = order.tolist(), first.tolist(), last.tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, len(places)], strict=True):
+        low = first_at[lo]
+        block = memoryview(text[low : int(reach[hi - 1])])
+        for k in range(lo, hi):
+            found[places[k]] = block[first_at[k] - low : last_at[k] - low]
+    return found
+
+
+def _decoded(data: bytes | memoryview) -> str:
     """The string ``StringTable`` encoded (lone surrogates included); bytes that are not one
     (cut mid-character by a forged file) read with replacement characters, never raise."""
     try:

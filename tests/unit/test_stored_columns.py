@@ -38,6 +38,69 @@ def test_a_span_of_ascii_keys_is_decoded_at_once_and_a_span_of_others_one_by_one
     assert other.span(0, 2) == ["é", "fact:b"]
 
 
+class _CountedReads:
+    """A string table's text read by position, each read counted (a file read, in effect)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self.reads: list[tuple[int, int]] = []
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, at: slice) -> bytes:
+        self.reads.append((at.start, at.stop))
+        return self._data[at]
+
+
+def _read_by_position(texts: list[str]) -> tuple[StoredStrings, np.ndarray, _CountedReads]:
+    table = StringTable()
+    ids = table.ids(texts)
+    columns = table.columns()
+    reader = _CountedReads(columns["strings.text"].tobytes())
+    strings = StoredStrings(columns["strings.text"], columns["strings.ends"], reader=reader)
+    return strings, ids, reader
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=40), min_size=1, max_size=30, unique=True),
+    picks=st.lists(st.integers(min_value=-1, max_value=29), max_size=40),
+)
+def test_strings_read_by_position_are_the_strings_read_in_place(texts, picks):
+    in_place, ids = _stored(texts)
+    by_position, _, _ = _read_by_position(texts)
+    numbers = [int(ids[p % len(ids)]) if p >= 0 else -1 for p in picks]
+    assert by_position.many(numbers) == in_place.many(numbers)
+    assert [by_position[n] for n in numbers] == [in_place[n] for n in numbers]
+    assert by_position.span(0, len(texts)) == in_place.span(0, len(texts))
+
+
+def test_strings_near_one_another_are_read_in_one_piece_and_far_ones_apart():
+    far = "x" * 100_000  # more than the gap read through between two strings
+    strings, ids, reader = _read_by_position(["alpha", "beta", "gamma", far, "delta"])
+    assert strings.many([int(ids[2]), -1, int(ids[0]), int(ids[1])]) == [
+        "gamma",
+        None,
+        "alpha",
+        "beta",
+    ]
+    assert len(reader.reads) == 1
+    reader.reads.clear()
+    assert strings.many([int(ids[0]), int(ids[4])]) == ["alpha", "delta"]
+    assert len(reader.reads) == 2 and all(stop - start < 100 for start, stop in reader.reads)
+    reader.reads.clear()
+    assert strings.many([-1, -1]) == [None, None] and reader.reads == []
+
+
+def test_a_reader_that_does_not_hold_the_text_is_refused():
+    table = StringTable()
+    table.ids(["a", "b"])
+    columns = table.columns()
+    with pytest.raises(ValueError, match="reader does not hold the text"):
+        StoredStrings(columns["strings.text"], columns["strings.ends"], reader=_CountedReads(b"a"))
+
+
 def test_ends_cutting_a_character_read_as_replacement_never_raise():
     text = np.frombuffer("é".encode(), dtype=np.uint8)  # two bytes
     strings = StoredStrings(text, np.array([1, 2], dtype=np.int64))
