@@ -156,13 +156,13 @@ def index_columns(index: MemoryIndex, payloads: PayloadColumns) -> tuple[dict[st
         "doc.edge": strings.ids(e for d in rows for e in (d.edge or (None, None))),
         "doc.stream": strings.ids(map(attrgetter("stream"), rows)),
         "doc.object_ref": strings.ids(map(attrgetter("object_ref"), rows)),
-        "doc.digest": strings.ids(map(attrgetter("digest"), rows)),
         "doc.position": np.fromiter(
             (_NO_POSITION if d.position is None else d.position for d in rows), dtype=np.int64
         ),
     }
     for name in ("recorded_at", "valid_from", "valid_until", "closed_at", "salience"):
         arrays[f"doc.{name}"] = np.fromiter(map(attrgetter(name), rows), dtype=np.float64)
+    arrays.update(_digests_write(strings, [d.digest for d in rows]))
     arrays["doc.tie"] = index._arrays["tie"][: len(rows)].copy()
     for name in ("tokens", "entities", "mentions", "title_terms"):
         ids, ends = strings.runs(map(attrgetter(name), rows))
@@ -286,8 +286,9 @@ class _StoredDocs:
         self.keys = keys
         self._strings = strings
         self._columns: dict[str, np.ndarray] = {}
-        for name in ("kind", "subject", "stream", "object_ref", "digest"):
+        for name in ("kind", "subject", "stream", "object_ref"):
             self._columns[name] = strings.check(arrays[f"doc.{name}"], name)
+        self.digest = _digests_read(strings, arrays, n)
         self._columns["edge"] = strings.check(arrays["doc.edge"], "edge")
         numbers = ("position", "recorded_at", "valid_from", "valid_until", "closed_at", "salience")
         for name in numbers:
@@ -330,7 +331,7 @@ class _StoredDocs:
             title_terms=runs["title_terms"][slot],
             object_ref=text(int(c["object_ref"][slot])),
             salience=float(c["salience"][slot]),
-            digest=cast(str, text(int(c["digest"][slot]))),
+            digest=self.digest(slot),
             payload=self.payloads([slot])[0],
         )
 
@@ -342,8 +343,38 @@ class _StoredDocs:
 
     def tie(self, slot: int) -> TieKey:
         """``tie_key`` of the document at ``slot``, from its columns."""
-        digest = cast(str, self._strings[int(self._columns["digest"][slot])])
-        return tie_of(float(self._columns["valid_from"][slot]), digest, self.keys[slot])
+        return tie_of(float(self._columns["valid_from"][slot]), self.digest(slot), self.keys[slot])
+
+
+_DIGEST_BYTES = 32
+
+
+def _digests_write(strings: StringTable, digests: list[str]) -> Arrays:
+    """The documents' content digests: as 32 bytes each when every one is a SHA-256 in
+    lowercase hex (``content_digest``), read in place without a string read; otherwise as
+    strings."""
+    try:
+        raw = b"".join(bytes.fromhex(d) for d in digests)
+    except (TypeError, ValueError):
+        raw = b""
+    if len(raw) != _DIGEST_BYTES * len(digests) or raw.hex() != "".join(digests):
+        return {"doc.digest": strings.ids(digests)}
+    return {"doc.digest.sha256": np.frombuffer(raw, dtype=np.uint8)}
+
+
+def _digests_read(
+    strings: StoredStrings, arrays: Mapping[str, np.ndarray], n: int
+) -> Callable[[int], str]:
+    """The digest of the document at a slot, from whichever column ``_digests_write`` wrote."""
+    raw = arrays.get("doc.digest.sha256")
+    if raw is None:
+        numbers = strings.check(arrays["doc.digest"], "digest")
+        if len(numbers) != n:
+            raise ValueError("document columns of different lengths")
+        return lambda slot: cast(str, strings[int(numbers[slot])])
+    if len(raw) != _DIGEST_BYTES * n:
+        raise ValueError("document columns of different lengths")
+    return lambda slot: raw[_DIGEST_BYTES * slot : _DIGEST_BYTES * (slot + 1)].tobytes().hex()
 
 
 def _bm25_restore(

@@ -79,6 +79,13 @@ def _time(micros: int) -> datetime | None:
     return None if micros == _NO_TIME else _EPOCH + timedelta(0, 0, micros)
 
 
+#: An item's strings, in the order its columns are read.
+_TEXTS = ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
+#: Those that are each item's own (the rest are a few values, again and again: kind, section,
+#: flags), numbered and read item by item.
+_OWN = ("id", "citation", "line", "external_id", "sha256")
+
+
 def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
     if not set(map(type, payloads)) <= {IndexItem}:
         raise TypeError("a payload that is not an IndexItem is not stored")
@@ -90,9 +97,14 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
         and set(map(type, map(itemgetter(1), orders))) <= {int}
     ):
         raise TypeError("an item whose order is not (float, int) is not stored")
+    # An item's own strings numbered one after the other (row by row, not column by column):
+    # a restored index reads them from the file together, in one read (``_StoredItems.items``).
+    own = strings.ids(getattr(item, name) for item in items for name in _OWN)
     arrays: Arrays = {
         name: strings.ids(map(attrgetter(name), items))
-        for name in ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
+        if name not in _OWN
+        else np.ascontiguousarray(own[_OWN.index(name) :: len(_OWN)])
+        for name in _TEXTS
     }
     for name in ("keep", "line_tokens", "tail", "nominal_tokens"):
         arrays[name] = np.fromiter(map(attrgetter(name), items), dtype=np.int64)
@@ -148,13 +160,11 @@ class _StoredFactFields(Sequence[Any]):
 class _StoredItems:
     """The items' columns, checked, and each slot's ``IndexItem`` made from them on demand."""
 
-    _TEXTS = ("kind", "id", "citation", "line", "section", "external_id", "sha256", "flags")
-    _FEW = frozenset({"kind", "section", "flags"})
     _NUMBERS = ("keep", "line_tokens", "tail", "nominal_tokens", "order.time", "order.position")
 
     def __init__(self, arrays: Mapping[str, np.ndarray], strings: StoredStrings, n: int) -> None:
         self._strings = strings
-        self._columns = {name: strings.check(arrays[name], name) for name in self._TEXTS}
+        self._columns = {name: strings.check(arrays[name], name) for name in _TEXTS}
         self._columns.update((name, arrays[name]) for name in self._NUMBERS)
         is_fact = arrays["fact"]
         if any(len(column) != n for column in self._columns.values()) or len(is_fact) != n:
@@ -192,12 +202,15 @@ class _StoredItems:
         """The items at ``slots``, their columns read at once."""
         at = np.asarray(slots, dtype=np.int64)
         strings = self._strings
+        # Each item's own strings asked for together, item by item: stored one after the other,
+        # they are read in one piece per item.
+        own = strings.many(np.stack([self._columns[n][at] for n in _OWN], axis=1).ravel().tolist())
         text = {
             # A few values, again and again: looked up in the strings kept once decoded.
             name: list(map(strings.__getitem__, self._columns[name][at].tolist()))
-            if name in self._FEW
-            else strings.many(self._columns[name][at].tolist())
-            for name in self._TEXTS
+            if name not in _OWN
+            else own[_OWN.index(name) :: len(_OWN)]
+            for name in _TEXTS
         }
         number = {name: self._columns[name][at].tolist() for name in self._NUMBERS}
         rows = zip(

@@ -4,6 +4,7 @@ snapshot signed with the key, or that asks for anything but numbers, is refused 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import io
 import json
@@ -103,11 +104,19 @@ def _episode(n: int, text: str, **extra) -> MemoryDoc:
     )
 
 
-@pytest.fixture
-def index() -> MemoryIndex:
+@pytest.fixture(params=["sha256 digests", "other digests"])
+def index(request) -> MemoryIndex:
     """Facts with edges and with entity-like object values, episodes in a stream (two at one
-    position), titled and naming identifiers, and documents replaced after they were indexed."""
+    position), titled and naming identifiers, and documents replaced after they were indexed;
+    their content digests SHA-256 in hex (stored as bytes) or not (stored as strings)."""
     index = MemoryIndex()
+    if request.param == "sha256 digests":
+        upsert = index.upsert
+
+        def digested(doc: MemoryDoc) -> None:
+            upsert(replace(doc, digest=hashlib.sha256(doc.key.encode()).hexdigest()))
+
+        index.upsert = digested  # type: ignore[method-assign]
     docs = [
         _fact(1, "payment_service", "ledger_store", edge=("payment_service", "ledger_store")),
         _fact(2, "payment_service", "AuthService", object_ref="authservice"),
@@ -123,7 +132,18 @@ def index() -> MemoryIndex:
     # Replaced: new words, another entity, out of its stream position.
     index.upsert(_fact(2, "payment_service", "billing_api", edge=("payment_service", "x")))
     index.upsert(_episode(5, "nate has two turtles", stream="chat", position=9))
+    vars(index).pop("upsert", None)
     return index
+
+
+def test_sha256_digests_are_stored_as_bytes_and_come_back_as_their_hex(index):
+    meta, arrays = index_columns(index, ITEM_COLUMNS)
+    digests = [d.digest for d in index.docs.values()]
+    hexed = all(len(d) == 64 for d in digests)
+    assert ("doc.digest.sha256" in arrays, "doc.digest" in arrays) == (hexed, not hexed)
+    restored = _restored(index)
+    assert [d.digest for d in restored.docs.values()] == digests
+    assert list(restored._ties) == list(index._ties)
 
 
 def _restored(index: MemoryIndex) -> MemoryIndex:
