@@ -218,8 +218,8 @@ class MappedSnapshot:
 
 class FileRegion:
     """A region of a snapshot file read by position (``os.pread``), not through the map: the
-    string table's text (43 % of a snapshot at 100k facts), of which a compile reads a few dozen
-    strings. A map counts in a process's resident memory every page it faults in, and where
+    string table's text (43 % of a snapshot at 100k facts), of which a compile reads a few
+    hundred strings (about a hundred reads: ``StoredStrings.many`` reads near ones together). A map counts in a process's resident memory every page it faults in, and where
     the page cache holds the file in large folios (ext4 on recent kernels) one string's fault
     maps up to 2 MiB around it: read through the map, the whole text was resident after one
     compile. Read by position it stays in the page cache, shared by every process, and out of
@@ -248,9 +248,8 @@ def snapshot_read(project_pk: int) -> Snapshot | None:
     once, then the pages are let go, and the index reads its numeric columns in place from the
     map (``domain/stored_columns.py``), each page faulted in again when a request reaches it, and
     its strings by position (``FileRegion``). Worker processes mapping the same file share its
-    pages. A file whose state changed between the map
-    and the end of the restore is ignored; later, ``Snapshot.source.unchanged`` says whether it
-    still holds the bytes verified."""
+    pages. A file whose state changed between the map and the end of the restore is ignored;
+    later, ``Snapshot.source.unchanged`` says whether it still holds the bytes verified."""
     path = snapshot_path(project_pk)
     if path is None:
         return None
