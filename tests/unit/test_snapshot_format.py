@@ -137,7 +137,7 @@ def index(request) -> MemoryIndex:
 
 
 def test_sha256_digests_are_stored_as_bytes_and_come_back_as_their_hex(index):
-    meta, arrays = index_columns(index, ITEM_COLUMNS)
+    _, arrays = index_columns(index, ITEM_COLUMNS)
     digests = [d.digest for d in index.docs.values()]
     hexed = all(len(d) == 64 for d in digests)
     assert ("doc.digest.sha256" in arrays, "doc.digest" in arrays) == (hexed, not hexed)
