@@ -32,7 +32,7 @@ V = TypeVar("V")
 # section titles (not ids, which are longer: there is one per document).
 _KEPT_BYTES = 32
 # Strings read through a reader less than this many bytes apart are read in one piece.
-_GAP_BYTES = 1 << 14
+_GAP_BYTES = 1 << 12
 
 
 class Text(Protocol):
