@@ -92,11 +92,13 @@ class StoredStrings:
                     at.tolist(), starts.tolist(), ends.tolist(), strict=True
                 )
             ]
-        found: list[str | None] = [None] * len(at)
         wanted = np.flatnonzero(at >= 0)
+        if len(wanted) == len(at):
+            return cast(list[str | None], _read_near(text, starts, ends))
+        found: list[str | None] = [None] * len(at)
         read = _read_near(text, starts[wanted], ends[wanted])
-        for place, data in zip(wanted.tolist(), read, strict=True):
-            found[place] = _decoded(data)
+        for place, value in zip(wanted.tolist(), read, strict=True):
+            found[place] = value
         return found
 
     def span(self, first: int, count: int) -> list[str]:
@@ -123,22 +125,34 @@ class StoredStrings:
         return column
 
 
-def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[memoryview]:
-    """The bytes ``starts[i]:ends[i]`` of ``text``, each run of strings lying near one another
-    (a table's names, interned together) read in one piece: one read per run, not per string."""
+def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[str]:
+    """The strings at ``starts[i]:ends[i]`` of ``text``, each run of strings lying near one
+    another (a table's names, interned together) read in one piece: one read per run, not per
+    string, and a run in ASCII decoded at once."""
     if not len(starts):
         return []
     order = starts.argsort(kind="stable")
     first, last = starts[order], ends[order]
     reach = np.maximum.accumulate(last)
     cuts = (np.flatnonzero(first[1:] > reach[:-1] + _GAP_BYTES) + 1).tolist()
-    found: list[memoryview] = [memoryview(b"")] * len(order)
-    places, first_at, last_at = order.tolist(), first.tolist(), last.tolist()
+    found = [""] * len(order)
+    places, first_at, last_at, reach_at = (
+        order.tolist(),
+        first.tolist(),
+        last.tolist(),
+        reach.tolist(),
+    )
     for lo, hi in zip([0, *cuts], [*cuts, len(places)], strict=True):
         low = first_at[lo]
-        block = memoryview(text[low : int(reach[hi - 1])])
-        for k in range(lo, hi):
-            found[places[k]] = block[first_at[k] - low : last_at[k] - low]
+        block = bytes(text[low : reach_at[hi - 1]])  # a reader's bytes as they are, no copy
+        if block.isascii():
+            whole = block.decode("ascii")
+            for k in range(lo, hi):
+                found[places[k]] = whole[first_at[k] - low : last_at[k] - low]
+        else:
+            view = memoryview(block)
+            for k in range(lo, hi):
+                found[places[k]] = _decoded(view[first_at[k] - low : last_at[k] - low])
     return found
 
 
