@@ -288,11 +288,14 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
         return made
 
     def get(self, node: str, default: Any = None) -> Any:
-        # Mapping.get's answer without its KeyError round trip: ranking asks for many nodes.
+        # Mapping.get's answer without its KeyError round trip: ranking asks for many nodes,
+        # most of them in no run (a word that names no entity): answered by one lookup.
         made = self._made.get(node)
         if made is None:
+            if node not in self._run:
+                return default
             made = self._make(node)
-        return default if made is None else made
+        return made
 
     def __setitem__(self, node: str, value: dict[Any, V]) -> None:
         self._made[node] = value
