@@ -84,19 +84,11 @@ class StoredStrings:
             return [None] * len(at)
         ends = self._ends[at]
         starts = np.where(at > 0, self._ends[np.maximum(at, 1) - 1], 0)
-        text = self._text
-        if isinstance(text, memoryview):
-            return [
-                None if number < 0 else _decoded(text[start:end])
-                for number, start, end in zip(
-                    at.tolist(), starts.tolist(), ends.tolist(), strict=True
-                )
-            ]
         wanted = np.flatnonzero(at >= 0)
         if len(wanted) == len(at):
-            return cast(list[str | None], _read_near(text, starts, ends))
+            return cast(list[str | None], _read_near(self._text, starts, ends))
         found: list[str | None] = [None] * len(at)
-        read = _read_near(text, starts[wanted], ends[wanted])
+        read = _read_near(self._text, starts[wanted], ends[wanted])
         for place, value in zip(wanted.tolist(), read, strict=True):
             found[place] = value
         return found
@@ -126,9 +118,9 @@ class StoredStrings:
 
 
 def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[str]:
-    """The strings at ``starts[i]:ends[i]`` of ``text``, each run of strings lying near one
-    another (a table's names, interned together) read in one piece: one read per run, not per
-    string, and a run in ASCII decoded at once."""
+    """The strings at ``starts[i]:ends[i]`` of ``text`` (in place or through a reader), each
+    run of strings lying near one another (a table's names, interned together) read in one
+    piece: one read per run, not per string, and a run in ASCII decoded at once."""
     if not len(starts):
         return []
     order = starts.argsort(kind="stable")
@@ -144,7 +136,7 @@ def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[str]:
     )
     for lo, hi in zip([0, *cuts], [*cuts, len(places)], strict=True):
         low = first_at[lo]
-        block = bytes(text[low : reach_at[hi - 1]])  # a reader's bytes as they are, no copy
+        block = bytes(text[low : reach_at[hi - 1]])  # a reader's bytes as they are (a view copied)
         if block.isascii():
             whole = block.decode("ascii")
             for k in range(lo, hi):

@@ -72,6 +72,7 @@ def test_strings_read_by_position_are_the_strings_read_in_place(texts, picks):
     by_position, _, _ = _read_by_position(texts)
     numbers = [int(ids[p % len(ids)]) if p >= 0 else -1 for p in picks]
     assert by_position.many(numbers) == in_place.many(numbers)
+    assert in_place.many(numbers) == [texts[p % len(texts)] if p >= 0 else None for p in picks]
     assert [by_position[n] for n in numbers] == [in_place[n] for n in numbers]
     assert by_position.span(0, len(texts)) == in_place.span(0, len(texts))
 
