@@ -134,11 +134,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "memoryproject.middleware.JsonErrorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Authentication and messages serve the browser pages only: a /v1 request goes past them
+    # (memoryproject.middleware.BrowserOnly). Sessions and CSRF stay Django's own, by name, as
+    # the deploy checks ask.
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "memoryproject.middleware.AuthenticationMiddleware",
+    "memoryproject.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a refused console login into the lockout page.
     "axes.middleware.AxesMiddleware",
