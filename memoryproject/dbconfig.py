@@ -17,6 +17,10 @@ from urllib.parse import quote
 
 import environ
 
+# Django's SQLite backend, placeholders converted once per statement (memoryproject.sqlite3).
+SQLITE_ENGINE = "memoryproject.sqlite3"
+_SQLITE_ENGINES = (SQLITE_ENGINE, "django.db.backends.sqlite3")
+
 SQLITE_OPTIONS: dict[str, Any] = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
@@ -25,6 +29,11 @@ SQLITE_OPTIONS: dict[str, Any] = {
         "PRAGMA busy_timeout=20000;PRAGMA foreign_keys=ON"
     ),
 }
+
+
+def is_sqlite(config: Mapping[str, Any]) -> bool:
+    """Whether a database entry (settings or a parsed URL) is SQLite, by either backend."""
+    return config.get("ENGINE") in _SQLITE_ENGINES
 
 
 def is_sqlite_file(name: str) -> bool:
@@ -54,7 +63,8 @@ def database_config(url: str | None, *, base_dir: Path, conn_max_age: int = 0) -
     url = (url or "").strip() or default_sqlite_url(base_dir)
     config = database_url_parse(url)
     config.update(CONN_MAX_AGE=conn_max_age, CONN_HEALTH_CHECKS=conn_max_age > 0)
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if is_sqlite(config):
+        config["ENGINE"] = SQLITE_ENGINE
         name = str(config.get("NAME") or "")
         if name and name != ":memory:":
             Path(name).parent.mkdir(parents=True, exist_ok=True)
@@ -65,7 +75,7 @@ def database_config(url: str | None, *, base_dir: Path, conn_max_age: int = 0) -
 def database_label(config: dict[str, Any]) -> str:
     """A file-system-safe name of one database (its witness directory is named after it, so
     two databases never share one): the SQLite file's stem, or ``<name>-<host>-<port>``."""
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if is_sqlite(config):
         raw = Path(str(config.get("NAME") or "memory")).stem
     else:
         parts = (config.get("NAME"), config.get("HOST") or "local", config.get("PORT") or "")
@@ -76,7 +86,7 @@ def database_label(config: dict[str, Any]) -> str:
 def database_url_of(config: Mapping[str, Any]) -> str:
     """A database URL for a new process on the database of ``config`` (a connection's
     settings: the test database while tests run), as ``database_url_parse`` reads it back."""
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if is_sqlite(config):
         return f"sqlite:///{Path(config['NAME']).resolve()}"
     user = quote(config.get("USER") or "postgres", safe="")
     password = f":{quote(config['PASSWORD'], safe='')}" if config.get("PASSWORD") else ""

@@ -19,6 +19,7 @@ os.environ.setdefault(
     ),
 )
 
+from memoryproject.dbconfig import is_sqlite
 from memoryproject.settings import *  # noqa: F403
 from memoryproject.settings import BASE_DIR, DATABASES, STORAGES
 
@@ -26,7 +27,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"
 
 _suffix = os.environ.get("MEMORY_TEST_DB_SUFFIX", "").strip()
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if is_sqlite(DATABASES["default"]):
     _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     _name = f"test_{_worker}{'_' + _suffix if _suffix else ''}.sqlite3"
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "data" / _name)}

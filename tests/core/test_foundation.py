@@ -12,7 +12,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from memoryproject.dbconfig import database_config, database_url_of, database_url_parse
+from memoryproject.dbconfig import (
+    SQLITE_ENGINE,
+    database_config,
+    database_url_of,
+    database_url_parse,
+)
 from memoryproject.models import ProjectAPIKey
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_database_url_absent_means_sqlite_file_in_data_dir(tmp_path):
     config = database_config(None, base_dir=tmp_path)
-    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert config["ENGINE"] == SQLITE_ENGINE
     assert config["NAME"] == str(tmp_path / "data" / "memoryproject.sqlite3")
     assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in config["OPTIONS"]["init_command"]

@@ -1,0 +1,52 @@
+"""memoryproject.sqlite3: Django's SQLite backend with each statement's placeholders converted
+once. The answers are Django's: literal percent signs, named parameters and long statements
+(converted each time) included; the connection serves Django's ORM and migrations unchanged."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from memoryproject.models import Project
+from memoryproject.sqlite3.base import CACHED_LENGTH, _converted
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _sqlite_only() -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("the SQLite backend only")
+    assert connection.settings_dict["ENGINE"] == "memoryproject.sqlite3"
+
+
+def _one(sql: str, params: object) -> tuple:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return tuple(cursor.fetchone())
+
+
+def test_a_statement_answers_the_same_when_its_conversion_is_kept() -> None:
+    sql = "SELECT %s || '%%', %s * 2, '%%s'"
+    _converted.cache_clear()
+    first = _one(sql, ["a", 21])
+    second = _one(sql, ["b", 5])
+    assert first == ("a%", 42, "%s")
+    assert second == ("b%", 10, "%s")
+    assert _converted.cache_info().hits >= 1
+
+
+def test_named_parameters_and_long_statements_are_converted_as_django_does() -> None:
+    assert _one("SELECT %(x)s + %(y)s", {"x": 2, "y": 3}) == (5,)
+    values = list(range(CACHED_LENGTH // 3))
+    sql = "SELECT count(*) FROM (SELECT 1 WHERE 7 IN (" + ", ".join(["%s"] * len(values)) + "))"
+    assert len(sql) > CACHED_LENGTH
+    _converted.cache_clear()
+    assert _one(sql, values) == (1,)
+    assert _converted.cache_info().currsize == 0  # not kept
+
+
+def test_the_orm_reads_and_writes_through_it() -> None:
+    Project.objects.create(slug="percent-100", name="100% sure")
+    assert Project.objects.get(name__contains="0% s").slug == "percent-100"
+    assert Project.objects.filter(slug__in=["percent-100", "nope"]).count() == 1
