@@ -19,7 +19,8 @@ from audit_app.retention import audit_log_purge
 from audit_app.selectors import injection_log_verify
 from memoryproject.domain.canonical import canonical_json
 from memoryproject.errors import ApplicationError
-from memoryproject.witness import LOG_STREAM, public_key_pem, witness
+from memoryproject.witness import LOG_STREAM, Witness, public_key_pem, witness
+from memoryproject.witness_stores import SLOT, DirectoryStore
 from tests.audit_app import log_tampering as tamper
 from tests.audit_app.log_tampering import run
 
@@ -197,3 +198,61 @@ def test_entries_are_canonical_json_and_lines_written_escaped_still_verify(setti
     read = witness().read()
     assert read.problems == []
     assert [e.body.get("label") for e in read.entries][-2:] == ["café ✓", "after"]
+
+
+# --- two writers on one head (two gunicorn workers) --------------------------------------------
+
+STREAM = "test_stream"
+
+
+def _other_writer(found: Witness) -> Witness:
+    """The same witness as another process sees it: its own descriptors, its own checked lines."""
+    return Witness(DirectoryStore(found.store.directory), found.public, found.signer)
+
+
+def _slots(found: Witness) -> list[bytes]:
+    return found.store.head_lines(STREAM)
+
+
+def _claims(found: Witness) -> list[int]:
+    return sorted(json.loads(line)["body"]["seq"] for line in _slots(found) if line)
+
+
+def _write_slot(found: Witness, index: int, line: bytes) -> None:
+    path = Path(found.store.directory) / "heads" / f"{STREAM}.head"
+    raw = bytearray(path.read_bytes().ljust(2 * SLOT))
+    raw[index * SLOT : (index + 1) * SLOT] = line.ljust(SLOT - 1) + b"\n"
+    path.write_bytes(bytes(raw))
+
+
+def test_two_writers_move_one_head_forward_and_keep_the_two_newest(default_project):
+    found = witness()
+    other = _other_writer(found)
+    assert found.head_advance(STREAM, 1, "a" * 64)
+    assert other.head_advance(STREAM, 2, "b" * 64)
+    assert found.head_advance(STREAM, 3, "c" * 64)
+    assert _claims(found) == [2, 3]  # the other writer's head kept, this writer's older one gone
+    assert other.head_advance(STREAM, 2, "d" * 64) is False  # 3 is witnessed: never back
+    assert other.read(streams=(STREAM,)).heads[STREAM].seq == 3
+    # The newest slot torn (a crash mid-write): the head before it is still signed and read.
+    newest = next(i for i, line in enumerate(_slots(found)) if b'"seq":3' in line)
+    _write_slot(found, newest, b'{"body":{"stream":"test_str')
+    assert _other_writer(found).read(streams=(STREAM,)).heads[STREAM].seq == 2
+
+
+def test_a_forged_slot_neither_stops_the_head_nor_is_read_as_it(default_project):
+    found = witness()
+    assert found.head_advance(STREAM, 1, "a" * 64)
+    signed = next(line for line in _slots(found) if line)
+    empty = next(i for i, line in enumerate(_slots(found)) if not line)
+    # A slot claiming a later head than was signed: checked, refused, and the head moves on.
+    _write_slot(found, empty, signed.replace(b'"seq":1', b'"seq":9'))
+    assert found.head_advance(STREAM, 2, "b" * 64) is True
+    assert _other_writer(found).read(streams=(STREAM,)).heads[STREAM].seq == 2
+    # A forged slot claiming an earlier head than this one: the new head is written and read.
+    lines = _slots(found)
+    older = next(i for i, line in enumerate(lines) if b'"seq":2' not in line)
+    _write_slot(found, older, signed.replace(b'"seq":1', b'"seq":3'))
+    assert found.head_advance(STREAM, 4, "c" * 64) is True
+    assert _other_writer(found).read(streams=(STREAM,)).heads[STREAM].seq == 4
+    assert found.head_advance(STREAM, 3, "d" * 64) is False
