@@ -15,6 +15,8 @@ original text the match came from.
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from memoryproject.domain.screening_needles import INSTRUCTION_NEEDLES, Needles, needles_register
@@ -33,7 +35,7 @@ TOOL_CALL = "tool_call"
 class InstructionRule:
     kind: str  # override | exfiltration | tool_call
     rule: str  # what the passage attempts, as a reviewer reads it
-    pattern: re.Pattern[str]
+    pattern: LazyPattern
     #: Groups of lower-case text: the rule runs on a view only when it holds one needle of
     #: every group (a match always does), which keeps screening of long text cheap.
     needles: tuple[tuple[str, ...], ...] = ()
@@ -85,8 +87,31 @@ class InstructionRule:
 _LETTER = re.compile(r"(?<!\\)(?<!\(\?)[^\W\d_]")
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(_LETTER.sub(lambda m: m.group().lower(), pattern))
+class LazyPattern:
+    """A rule's regular expression (letters lowered: screening matches lowered text), compiled
+    the first time a text reaches the rule. Compiling the 74 rules costs about 25 ms, which a
+    process that never screens instructions (a compile-only MCP server) would pay at start."""
+
+    __slots__ = ("_compiled", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:  # compiled twice at worst, by two threads: the same pattern
+            self._compiled = re.compile(_LETTER.sub(lambda m: m.group().lower(), self.source))
+        return self._compiled
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text, pos, endpos)
+
+
+def _rx(pattern: str) -> LazyPattern:
+    return LazyPattern(pattern)
 
 
 def lowered(text: str) -> str:
