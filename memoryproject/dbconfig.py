@@ -3,9 +3,10 @@ every other setting).
 
 SQLite is the embedded default. Left to Django's defaults it answers "database is locked" to
 concurrent writers; IMMEDIATE transactions, WAL and a busy timeout cure that. Every commit is
-synced to disk (``synchronous=FULL``): in WAL mode the lighter NORMAL may lose the last
-transactions on a power loss or an operating-system crash, and an answer (a receipt, a write)
-is only given once its transaction is durable.
+on disk before it is acknowledged: connections commit at ``synchronous=FULL`` (in WAL mode the
+lighter NORMAL alone may lose the last transactions on a power loss or an operating-system
+crash), and the service's writes, which take a write turn, commit at NORMAL and flush the log
+themselves once their turn has passed (memoryproject.writes).
 """
 
 from __future__ import annotations

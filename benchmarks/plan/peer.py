@@ -519,7 +519,8 @@ def peer_table(result: dict[str, Any]) -> str:
         f"receipts written: {result['receipts_written']} (plans answered: "
         f"{result['ours_requests_total']})",
         f"disk: a synced SQLite commit takes {result['disk_commit_ms']:.2f} ms (p50) here; "
-        "both sides sync every plan's commit (the peer its rollback journal, ours its WAL)",
+        "both sides sync every plan's commit before answering (the peer its rollback journal, ours "
+        "its WAL, once the write turn has passed)",
         f"ratio (req/s, median of rounds {result['ratios_per_round']}): "
         f"{result['ratio_req_per_s']:.2f}x; target >= {result['target_ratio']}x with zero "
         "non-2xx: " + ("met" if result["meets_target"] else "NOT met"),

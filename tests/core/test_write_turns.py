@@ -263,3 +263,67 @@ def test_work_after_the_turn_runs_only_after_a_commit():
         after_turn(turn_free)
         raise RuntimeError("rolled back")
     assert seen == [True] and not Project.objects.filter(slug="after-turn-2").exists()
+
+
+def _synchronous() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        return int(cursor.fetchone()[0])
+
+
+def test_a_write_flushes_the_log_after_its_turn_and_before_it_returns(monkeypatch):
+    """A transaction that takes the turn commits at NORMAL (its frames written, not flushed),
+    passes the turn on, and flushes the write-ahead log itself before the write returns; work
+    registered for after the turn runs once the log is on disk. Writes outside a turn stay at
+    FULL, SQLite's own flush inside the commit."""
+    import memoryproject.writes as writes
+    from memoryproject.writes import after_turn
+
+    database = str(connection.settings_dict["NAME"])
+    wal = Path(f"{database}-wal").resolve()
+    events: list[str] = []
+    real_fdatasync = os.fdatasync
+
+    def fdatasync(descriptor: int) -> None:
+        flushed = Path(os.readlink(f"/proc/self/fd/{descriptor}")).resolve()
+        events.append("flush " + ("log" if flushed == wal else str(flushed)))
+        events.append("turn held" if writes._TURN.locked() else "turn free")
+        real_fdatasync(descriptor)
+
+    monkeypatch.setattr(writes.os, "fdatasync", fdatasync)
+    assert _synchronous() == 2  # FULL, outside a turn
+    with write_transaction():
+        assert _synchronous() == 1  # NORMAL: the flush comes after the turn
+        Project.objects.create(slug="flushed", name="flushed")
+        after_turn(lambda: events.append("after turn"))
+        assert events == []
+    assert events == ["flush log", "turn free", "after turn"]
+    assert _synchronous() == 2
+    # Another connection reads the commit.
+    seen: list[bool] = []
+    reader, errors = in_background(
+        lambda: seen.append(Project.objects.filter(slug="flushed").exists())
+    )
+    reader.join(10)
+    assert (seen, errors) == ([True], [])
+
+    events.clear()
+    with pytest.raises(RuntimeError), write_transaction():
+        Project.objects.create(slug="not-flushed", name="rolled back")
+        raise RuntimeError("rolled back")
+    assert events == []  # nothing committed, nothing to flush
+    assert _synchronous() == 2
+    assert not Project.objects.filter(slug="not-flushed").exists()
+
+
+def test_a_log_checkpointed_away_needs_no_flush(tmp_path):
+    """With no log beside the database (a checkpoint moved it into the database file, flushed,
+    and removed it), there is nothing to flush and nothing fails."""
+    from memoryproject.writes import wal_flush
+
+    database = tmp_path / "gone.sqlite3"
+    wal_flush(str(database))  # no database, no log: nothing to do
+    log = tmp_path / "kept.sqlite3-wal"
+    log.write_bytes(b"frames")
+    wal_flush(str(tmp_path / "kept.sqlite3"))
+    assert log.read_bytes() == b"frames"
