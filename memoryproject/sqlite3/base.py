@@ -2,8 +2,8 @@
 
 Django writes SQL with ``%s`` placeholders and its SQLite backend turns them into ``?`` with a
 regular expression on every execution: about 7 µs for a statement of 300 to 400 characters,
-7 % of a plan's instructions (callgrind, 200 plans through the WSGI handler: 6.83 M against
-6.34 M each). The statements a service runs are a few hundred templates, so the converted text
+7 % of a plan's instructions (callgrind, 200 plans through the WSGI handler: 6.82 M against
+6.36 M each). The statements a service runs are a few hundred templates, so the converted text
 is kept per template. Long statements (bulk inserts, ``IN`` lists of many values) are
 converted each time: they are as many templates as lengths, and each is paid for by its rows.
 Everything else is Django's backend unchanged (``vendor`` is still ``"sqlite"``).
