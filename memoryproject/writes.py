@@ -90,9 +90,10 @@ def write_transaction(using: str = DEFAULT_DB_ALIAS, *, savepoint: bool = True) 
         descriptor = _lock_file(name) if turn else None
         if descriptor is not None:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
-            _synchronous(connection, "NORMAL")  # the log is flushed below, after the turn
         _AFTER.callbacks = committed
         try:
+            if descriptor is not None:
+                _synchronous(connection, "NORMAL")  # the log is flushed below, after the turn
             with transaction.atomic(using=using):
                 yield
         finally:

@@ -327,3 +327,25 @@ def test_a_log_checkpointed_away_needs_no_flush(tmp_path):
     log.write_bytes(b"frames")
     wal_flush(str(tmp_path / "kept.sqlite3"))
     assert log.read_bytes() == b"frames"
+
+
+def test_a_write_that_cannot_set_its_sync_level_still_passes_the_turn_on(monkeypatch):
+    """A connection that fails before its transaction opens (here: setting the sync level)
+    fails that write only: the turn among processes and among threads is free again."""
+    import memoryproject.writes as writes
+
+    def refuse(connection: Any, level: str) -> None:
+        if level == "NORMAL":
+            raise OSError("disk I/O error")
+
+    monkeypatch.setattr(writes, "_synchronous", refuse)
+    with pytest.raises(OSError), write_transaction():
+        Project.objects.create(slug="never", name="never written")
+    assert not Project.objects.filter(slug="never").exists()
+    other = os.open(f"{connection.settings_dict['NAME']}-writer", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if the turn were still held
+        fcntl.flock(other, fcntl.LOCK_UN)
+    finally:
+        os.close(other)
+    assert not writes._TURN.locked()
