@@ -25,19 +25,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
-
-from detect_secrets.filters.heuristic import is_sequential_string, is_templated_secret
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from memoryproject.domain import screening_normalize
 from memoryproject.domain.screening_needles import NeedleSet
@@ -70,6 +60,9 @@ _PLACEHOLDERS = frozenset(
 
 
 def _is_placeholder(value: str) -> bool:
+    # detect-secrets is imported once a text holds a candidate secret (see ``secret_rules``).
+    from detect_secrets.filters.heuristic import is_sequential_string, is_templated_secret
+
     text = value.strip().strip("\"'")
     return (
         not text
@@ -179,6 +172,27 @@ def _prose_accept(value: str) -> bool:
 def _provider_rules() -> tuple[SecretRule, ...]:
     """detect-secrets' provider token formats (its plugins' compiled patterns), bounded so that
     a token is not found inside a longer word."""
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    providers = (
+        (SendGridDetector, "sendgrid_key"),
+        (GitLabTokenDetector, "gitlab_token"),
+        (OpenAIDetector, "openai_key"),
+        (PypiTokenDetector, "pypi_token"),
+        (DiscordBotTokenDetector, "discord_token"),
+        (TelegramBotTokenDetector, "telegram_token"),
+        (TwilioKeyDetector, "twilio_key"),
+        (MailchimpDetector, "mailchimp_key"),
+        (SquareOAuthDetector, "square_secret"),
+    )
     return tuple(
         SecretRule(
             kind,
@@ -186,7 +200,7 @@ def _provider_rules() -> tuple[SecretRule, ...]:
             needles=_PROVIDER_NEEDLES.get(kind, ()),
             not_after=_WORD,
         )
-        for plugin, kind in _PROVIDERS
+        for plugin, kind in providers
         for pattern in plugin.denylist
     )
 
@@ -217,19 +231,8 @@ _PROVIDER_NEEDLES = {
     "square_secret": ("sq0csp-",),
 }
 
-_PROVIDERS = (
-    (SendGridDetector, "sendgrid_key"),
-    (GitLabTokenDetector, "gitlab_token"),
-    (OpenAIDetector, "openai_key"),
-    (PypiTokenDetector, "pypi_token"),
-    (DiscordBotTokenDetector, "discord_token"),
-    (TelegramBotTokenDetector, "telegram_token"),
-    (TwilioKeyDetector, "twilio_key"),
-    (MailchimpDetector, "mailchimp_key"),
-    (SquareOAuthDetector, "square_secret"),
-)
-
-SECRET_RULES: tuple[SecretRule, ...] = (
+# The rules tried before detect-secrets' provider formats, then those tried after them.
+_RULES_FIRST: tuple[SecretRule, ...] = (
     SecretRule(
         "private_key",
         re.compile(
@@ -271,7 +274,8 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule("vault_token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,255}(?![\w-])")),
     SecretRule("digitalocean_token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b")),
     SecretRule("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    *_provider_rules(),
+)
+_RULES_LAST: tuple[SecretRule, ...] = (
     SecretRule(
         "password_in_url",
         # the user may be empty (redis://:secret@host)
@@ -395,7 +399,16 @@ _SECRET_NEEDLES: dict[str, tuple[str, ...]] = {
 #: Every needle of the secret rules, looked for in one pass over a text (``NeedleSet``).
 _NEEDLES = NeedleSet()
 _NEEDLES.register(n for needles in _SECRET_NEEDLES.values() for n in needles)
-_NEEDLES.register(n for rule in SECRET_RULES for n in rule.needles)
+_NEEDLES.register(n for rule in (*_RULES_FIRST, *_RULES_LAST) for n in rule.needles)
+_NEEDLES.register(n for needles in _PROVIDER_NEEDLES.values() for n in needles)
+
+
+@lru_cache(maxsize=1)
+def secret_rules() -> tuple[SecretRule, ...]:
+    """Every secret rule, in the order they are tried (the first to claim characters wins).
+    detect-secrets' provider formats are read, and the library imported (with ``requests``,
+    about 30 ms), the first time a text is screened for secrets, not when a process starts."""
+    return (*_RULES_FIRST, *_provider_rules(), *_RULES_LAST)
 
 
 #: Characters of a token (``[A-Za-z0-9_+/=-]``): a run of them is where a key can be.
@@ -505,7 +518,7 @@ def _secret_spans(text: str) -> list[tuple[int, int, str]]:
     places = _NEEDLES.places(lowered)
     found: list[tuple[int, int, str]] = []
     runs = _Runs(text)
-    for rule in SECRET_RULES:
+    for rule in secret_rules():
         needles = rule.needles or _SECRET_NEEDLES.get(rule.kind)
         if needles is not None and not _NEEDLES.holds(lowered, places, needles):
             continue

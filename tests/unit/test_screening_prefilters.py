@@ -38,7 +38,7 @@ def test_encoded_runs_are_those_the_run_patterns_find_in_the_whole_text():
 
 
 def test_scanned_secret_rules_read_the_token_runs_only_and_find_the_same():
-    rules = [r for r in secrets.SECRET_RULES if r.kind in secrets._RUN_SCANNED]
+    rules = [r for r in secrets.secret_rules() if r.kind in secrets._RUN_SCANNED]
     for text in [*_texts(2000, 2), "key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY1 end"]:
         runs = secrets._Runs(text)
         for rule in rules:
@@ -96,7 +96,7 @@ def _token_texts(count: int, seed: int) -> list[str]:
 
 def test_anchored_and_run_gated_secret_rules_find_what_a_scan_of_the_text_finds():
     kinds = {"github_token", "aws_access_key", "discord_token"}
-    rules = [r for r in secrets.SECRET_RULES if r.kind in kinds]
+    rules = [r for r in secrets.secret_rules() if r.kind in kinds]
     found = 0
     for text in _token_texts(1500, 3):
         lowered = text.lower()
