@@ -11,6 +11,7 @@ Everything else is Django's backend unchanged (``vendor`` is still ``"sqlite"``)
 
 from __future__ import annotations
 
+import _thread
 from functools import lru_cache
 from typing import Any
 
@@ -36,3 +37,9 @@ class SQLiteCursorWrapper(base.SQLiteCursorWrapper):
 class DatabaseWrapper(base.DatabaseWrapper):
     def create_cursor(self, name: Any = None) -> SQLiteCursorWrapper:
         return self.connection.cursor(factory=SQLiteCursorWrapper)
+
+    def validate_thread_sharing(self) -> None:
+        """Django's check, the creating thread's own use found first: Django asks first whether
+        the connection is shared, under a lock, on every cursor and commit."""
+        if self._thread_ident != _thread.get_ident():
+            super().validate_thread_sharing()

@@ -50,3 +50,40 @@ def test_the_orm_reads_and_writes_through_it() -> None:
     Project.objects.create(slug="percent-100", name="100% sure")
     assert Project.objects.get(name__contains="0% s").slug == "percent-100"
     assert Project.objects.filter(slug__in=["percent-100", "nope"]).count() == 1
+
+
+def test_another_thread_is_refused_the_connection_unless_it_is_shared() -> None:
+    """The thread check answers as Django's: the creating thread's own use is let through at
+    once, another thread gets Django's error, and a connection shared for it is allowed."""
+    import threading
+
+    from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+    wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's (``connection`` is per thread)
+    wrapper.ensure_connection()
+    assert not wrapper.allow_thread_sharing
+    outcome: list[object] = []
+
+    def use() -> None:
+        try:
+            wrapper.validate_thread_sharing()
+            outcome.append("allowed")
+        except DatabaseError as error:
+            outcome.append(error)
+
+    def in_thread() -> object:
+        worker = threading.Thread(target=use)
+        worker.start()
+        worker.join()
+        return outcome.pop()
+
+    wrapper.validate_thread_sharing()  # the creating thread
+    refused = in_thread()
+    assert isinstance(refused, DatabaseError)
+    assert "can only be used in that same thread" in str(refused)
+    wrapper.inc_thread_sharing()
+    try:
+        assert in_thread() == "allowed"
+    finally:
+        wrapper.dec_thread_sharing()
+    assert isinstance(in_thread(), DatabaseError)
