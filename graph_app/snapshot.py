@@ -77,6 +77,7 @@ INDEX_MODULES = (
     "memoryproject.domain.screening_instructions",
     "memoryproject.domain.screening_languages",
     "memoryproject.domain.screening_needles",
+    "memoryproject.domain.screening_providers",
     "memoryproject.domain.screening_secrets",
     "memoryproject.domain.spotlight",
     "memoryproject.tokens",

@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
+from memoryproject.sqlite3.base import converted
+
 M = TypeVar("M", bound=models.Model)
 
 
@@ -54,15 +56,32 @@ def columns(model: type[models.Model], fields: Iterable[str], using: str = DEFAU
     return ", ".join(column(model, name, using) for name in fields)
 
 
+def _direct(connection: Any) -> Any:
+    """The SQLite connection to run a statement on without a cursor wrapper
+    (``memoryproject.sqlite3``), or None: Django's cursor runs it."""
+    direct = getattr(connection, "direct", None)
+    return direct() if direct is not None else None
+
+
 def fetch(sql: str, params: Sequence[Any] = (), using: str = DEFAULT_DB_ALIAS) -> list[tuple]:
-    with connections[using].cursor() as cursor:
+    connection = connections[using]
+    direct = _direct(connection)
+    if direct is not None:
+        with connection.wrap_database_errors:
+            return list(direct.execute(converted(sql), params).fetchall())
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return list(cursor.fetchall())
 
 
 def execute(sql: str, params: Sequence[Any] = (), using: str = DEFAULT_DB_ALIAS) -> int:
     """Runs one statement; answers the rows it changed."""
-    with connections[using].cursor() as cursor:
+    connection = connections[using]
+    direct = _direct(connection)
+    if direct is not None:
+        with connection.wrap_database_errors:
+            return int(direct.execute(converted(sql), params).rowcount)
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
 
@@ -220,6 +239,15 @@ def insert(instance: models.Model, using: str = DEFAULT_DB_ALIAS) -> None:
     automatic = isinstance(pk, models.AutoField)
     if automatic and connection.features.can_return_columns_from_insert:
         sql += f" RETURNING {quote(pk.column, using)}"
+    direct = _direct(connection)
+    if direct is not None and (not automatic or connection.features.can_return_columns_from_insert):
+        with connection.wrap_database_errors:
+            cursor = direct.execute(converted(sql), _values(instance, using))
+            if automatic:
+                setattr(instance, pk.attname, cursor.fetchone()[0])
+        instance._state.adding = False
+        instance._state.db = using
+        return
     with connection.cursor() as cursor:
         cursor.execute(sql, _values(instance, using))
         if automatic:

@@ -117,6 +117,11 @@ def write_transaction(using: str = DEFAULT_DB_ALIAS, *, savepoint: bool = True) 
 
 
 def _synchronous(connection: BaseDatabaseWrapper, level: str) -> None:
+    direct = getattr(connection, "direct", lambda: None)()
+    if direct is not None:
+        with connection.wrap_database_errors:
+            direct.execute(f"PRAGMA synchronous={level}")
+        return
     with connection.cursor() as cursor:
         cursor.execute(f"PRAGMA synchronous={level}")
 

@@ -32,6 +32,7 @@ from typing import Any
 from memoryproject.domain import screening_normalize
 from memoryproject.domain.screening_needles import NeedleSet
 from memoryproject.domain.screening_normalize import base64_text, marked, marks, normalised
+from memoryproject.domain.screening_providers import PROVIDER_NEEDLES, provider_patterns
 
 #: What a masked secret reads as.
 MASK = "[masked:{kind}]"
@@ -170,38 +171,16 @@ def _prose_accept(value: str) -> bool:
 
 
 def _provider_rules() -> tuple[SecretRule, ...]:
-    """detect-secrets' provider token formats (its plugins' compiled patterns), bounded so that
-    a token is not found inside a longer word."""
-    from detect_secrets.plugins.discord import DiscordBotTokenDetector
-    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-    from detect_secrets.plugins.mailchimp import MailchimpDetector
-    from detect_secrets.plugins.openai import OpenAIDetector
-    from detect_secrets.plugins.pypi_token import PypiTokenDetector
-    from detect_secrets.plugins.sendgrid import SendGridDetector
-    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-    from detect_secrets.plugins.twilio import TwilioKeyDetector
-
-    providers = (
-        (SendGridDetector, "sendgrid_key"),
-        (GitLabTokenDetector, "gitlab_token"),
-        (OpenAIDetector, "openai_key"),
-        (PypiTokenDetector, "pypi_token"),
-        (DiscordBotTokenDetector, "discord_token"),
-        (TelegramBotTokenDetector, "telegram_token"),
-        (TwilioKeyDetector, "twilio_key"),
-        (MailchimpDetector, "mailchimp_key"),
-        (SquareOAuthDetector, "square_secret"),
-    )
+    """detect-secrets' provider token formats, bounded so that a token is not found inside a
+    longer word."""
     return tuple(
         SecretRule(
             kind,
-            re.compile(rf"(?:{pattern.pattern})(?![\w-])"),
-            needles=_PROVIDER_NEEDLES.get(kind, ()),
+            re.compile(rf"(?:{pattern})(?![\w-])"),
+            needles=PROVIDER_NEEDLES.get(kind, ()),
             not_after=_WORD,
         )
-        for plugin, kind in providers
-        for pattern in plugin.denylist
+        for kind, pattern in provider_patterns()
     )
 
 
@@ -221,15 +200,6 @@ def _cli_password(pattern: str, needle: str, not_after: str) -> SecretRule:
         not_after=not_after,
     )
 
-
-_PROVIDER_NEEDLES = {
-    "sendgrid_key": ("sg.",),
-    "gitlab_token": ("gl", "gr1348941"),
-    "openai_key": ("t3blbkfj",),
-    "pypi_token": ("pypi-",),
-    "mailchimp_key": ("-us",),
-    "square_secret": ("sq0csp-",),
-}
 
 # The rules tried before detect-secrets' provider formats, then those tried after them.
 _RULES_FIRST: tuple[SecretRule, ...] = (
@@ -400,7 +370,7 @@ _SECRET_NEEDLES: dict[str, tuple[str, ...]] = {
 _NEEDLES = NeedleSet()
 _NEEDLES.register(n for needles in _SECRET_NEEDLES.values() for n in needles)
 _NEEDLES.register(n for rule in (*_RULES_FIRST, *_RULES_LAST) for n in rule.needles)
-_NEEDLES.register(n for needles in _PROVIDER_NEEDLES.values() for n in needles)
+_NEEDLES.register(n for needles in PROVIDER_NEEDLES.values() for n in needles)
 
 
 @lru_cache(maxsize=1)

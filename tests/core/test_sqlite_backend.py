@@ -87,3 +87,58 @@ def test_another_thread_is_refused_the_connection_unless_it_is_shared() -> None:
     finally:
         wrapper.dec_thread_sharing()
     assert isinstance(in_thread(), DatabaseError)
+
+
+def test_the_hot_path_statements_run_directly_and_answer_as_through_django() -> None:
+    """``memoryproject.sql`` runs its statements on the DB-API connection (no cursor wrapper):
+    the same rows, the primary key an insert gives, the rows an update changed; errors raised
+    as Django's own classes."""
+    from django.db import IntegrityError, OperationalError
+
+    from memoryproject import sql
+
+    connection.ensure_connection()
+    assert connection.direct() is connection.connection
+    from memoryproject.timeutil import utcnow
+
+    project = Project(slug="direct-1", name="50% direct", created_at=utcnow())
+    sql.insert(project)
+    assert project.pk is not None and not project._state.adding
+    query = sql.select(Project, ["pk", "slug", "name"]) + ' WHERE "slug" = %s'
+    assert sql.fetch(query, ["direct-1"]) == [(project.pk, "direct-1", "50% direct")]
+    assert sql.fetch(query, ["direct-1"]) == [_one(query, ["direct-1"])]
+    update = f'UPDATE {sql.table(Project)} SET "name" = %s WHERE "slug" = %s'
+    assert sql.execute(update, ["x", "direct-1"]) == 1
+    with pytest.raises(IntegrityError):
+        sql.insert(Project(slug="direct-1", name="again", created_at=utcnow()))
+    with pytest.raises(OperationalError):
+        sql.fetch("SELECT * FROM no_such_table WHERE 1 = %s", [1])
+
+
+def test_statements_django_would_observe_or_refuse_go_through_its_cursor() -> None:
+    """The query log (DEBUG, a test capturing queries) and execute wrappers see the hot path's
+    statements; a transaction broken by an earlier error refuses them, as Django does."""
+    from django.db import transaction
+    from django.db.transaction import TransactionManagementError
+    from django.test.utils import CaptureQueriesContext
+
+    from memoryproject import sql
+
+    query = sql.select(Project, ["pk"]) + ' WHERE "slug" = %s'
+    with CaptureQueriesContext(connection) as captured:
+        assert connection.direct() is None
+        sql.fetch(query, ["nope"])
+    assert [q["sql"] for q in captured.captured_queries] == [query.replace("%s", "'nope'")]
+    seen: list[str] = []
+
+    def watch(execute, sql_text, params, many, context):  # type: ignore[no-untyped-def]
+        seen.append(sql_text)
+        return execute(sql_text, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        sql.fetch(query, ["nope"])
+    assert seen == [query]
+    with transaction.atomic():
+        transaction.set_rollback(True)
+        with pytest.raises(TransactionManagementError):
+            sql.fetch(query, ["nope"])

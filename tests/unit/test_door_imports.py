@@ -90,6 +90,9 @@ def test_the_mcp_server_loads_no_rest_framework(tmp_path):
     assert "mcp.server.mcpserver" in loaded  # the probe reached the server
     assert "graph_app.mcp_tools.compile" in loaded
     assert _of(loaded, "rest_framework", "drf_spectacular", "django_filters") == []
+    # detect-secrets (and requests with it) loads when a text is first screened for secrets
+    assert "memoryproject.domain.screening_secrets" in loaded
+    assert _of(loaded, "detect_secrets", "requests") == []
 
 
 def test_the_mcp_server_starts_its_index_load_before_importing_the_mcp_sdk(tmp_path):
@@ -105,6 +108,7 @@ def test_the_web_application_loads_no_mcp_sdk(tmp_path):
     assert "graph_app.api.compile" in loaded  # the probe reached the views
     assert "drf_spectacular.views" in loaded
     assert _of(loaded, "mcp", "mcp_types") == []
+    assert _of(loaded, "detect_secrets") == []
 
 
 def test_the_web_application_on_sqlite_loads_no_postgresql_driver(tmp_path):
