@@ -15,9 +15,10 @@ creates a project: ``manage.py create_project`` does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from typing import Literal
+from functools import cache, lru_cache
+from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -122,11 +123,27 @@ def _key_with_projects_sql() -> str:
 def key_with_projects(prefix: str) -> ProjectAPIKey | None:
     """The API key with ``prefix``, its bound projects read in the same statement and kept on
     it as ``bound_projects`` for the call it authenticates (``project_resolve`` then reads
-    them from there). A key is verified anew for every call, so they are never older than it."""
-    key_fields, project_fields = sql.field_names(ProjectAPIKey), sql.field_names(Project)
+    them from there). A key is verified anew for every call, so they are never older than it.
+
+    The key and its projects are made once per process for the rows exactly as stored: a row
+    changed in any way since (a revocation, a new expiry or scope, a project bound, renamed or
+    unbound) is read into new ones, never answered from memory. Callers only read them."""
     rows = sql.fetch(_key_with_projects_sql(), [prefix])
     if not rows:
         return None
+    try:
+        return _key_kept(tuple(map(tuple, rows)))
+    except TypeError:  # a column the driver answers unhashable: not kept
+        return _key_of(rows)
+
+
+@lru_cache(maxsize=256)
+def _key_kept(rows: tuple[tuple[Any, ...], ...]) -> ProjectAPIKey:
+    return _key_of(rows)
+
+
+def _key_of(rows: Sequence[Sequence[Any]]) -> ProjectAPIKey:
+    key_fields, project_fields = sql.field_names(ProjectAPIKey), sql.field_names(Project)
     split = len(key_fields)
     api_key = sql.instance_from(ProjectAPIKey, key_fields, rows[0][:split])
     api_key.bound_projects = tuple(  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import QuerySet
 
 from memoryproject import sql
@@ -83,12 +83,13 @@ def traces_recent(*, project: Project, n: int) -> list[TraceView]:
     changed in any way since (an edit, a tampered column) is read and hashed anew, never
     answered from memory."""
     views = []
+    using = DEFAULT_DB_ALIAS  # the database sql.fetch reads
     for raw in sql.fetch(_recent_sql(), [project.pk, n]):
         row = tuple(raw)
         try:
-            views.append(_trace_view_kept(connection.alias, project.slug, row))
+            views.append(_trace_view_kept(using, project.slug, row))
         except TypeError:  # a column the driver answers unhashable: not kept
-            views.append(_trace_view_of(connection.alias, project.slug, row))
+            views.append(_trace_view_of(using, project.slug, row))
     return views
 
 

@@ -76,3 +76,34 @@ def test_the_projects_read_with_a_key_are_those_of_its_verification(projects):
     # A key read some other way than by verification reads its projects itself.
     stored = ProjectAPIKey.objects.get(pk=row.pk)
     assert [p.slug for p in projects_visible_to(stored)] == ["alpha"]
+
+
+def test_a_key_made_once_for_its_rows_yet_any_change_holds_on_the_next_call(projects):
+    """A key and its projects are made once per process for the rows as stored: unchanged,
+    the next call gets the same objects; a revocation, a new scope or expiry, or a renamed
+    project is read on the next call, never answered from memory."""
+    from datetime import timedelta
+
+    from memoryproject.api_keys import KeyRefused
+    from memoryproject.timeutil import utcnow
+
+    row, key = api_key_create(name="kept", project_slugs=["alpha"], scope="write")
+    first = api_key_verify(key)
+    assert api_key_verify(key) is first
+    assert first.scope == "write"
+
+    ProjectAPIKey.objects.filter(pk=row.pk).update(scope="read")
+    assert api_key_verify(key).scope == "read"
+
+    Project.objects.filter(slug="alpha").update(name="Alpha renamed")
+    (bound,) = api_key_verify(key).bound_projects  # type: ignore[attr-defined]
+    assert bound.name == "Alpha renamed"
+
+    ProjectAPIKey.objects.filter(pk=row.pk).update(expiry_date=utcnow() - timedelta(seconds=1))
+    with pytest.raises(KeyRefused, match="expired"):
+        api_key_verify(key)
+    ProjectAPIKey.objects.filter(pk=row.pk).update(expiry_date=None, revoked=True)
+    with pytest.raises(KeyRefused, match="revoked"):
+        api_key_verify(key)
+    with pytest.raises(KeyRefused, match="Unknown"):
+        api_key_verify(key[:-1] + ("x" if key[-1] != "x" else "y"))
