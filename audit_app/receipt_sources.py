@@ -91,9 +91,10 @@ def receipt_sources_add(
     from sessions_app.models import SessionSummary, Trace
 
     rows = rows or {}
-
-    def ids(kind: str) -> list[str]:
-        return [i["id"] for i in items if i["kind"] == kind and (kind, i["id"]) not in rows]
+    wanted_by_kind: dict[str, list[str]] = {}
+    for i in items:
+        if (i["kind"], i["id"]) not in rows:
+            wanted_by_kind.setdefault(i["kind"], []).append(i["id"])
 
     # One query per kind delivered: the source rows that exist (a receipt may name what is gone).
     # Unordered, so that the lookup uses the (project, trace_id) unique index rather than the
@@ -118,7 +119,8 @@ def receipt_sources_add(
         "episode": lambda wanted: by_pk(Episode, wanted),
     }
     found: dict[str, dict[str, int | str]] = {
-        kind: lookup(ids(kind)) if ids(kind) else {} for kind, lookup in lookups.items()
+        kind: lookup(wanted_by_kind[kind]) if kind in wanted_by_kind else {}
+        for kind, lookup in lookups.items()
     }
     index = []
     for item in items:

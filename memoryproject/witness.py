@@ -45,6 +45,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 from memoryproject.domain.canonical import canonical_json
 from memoryproject.errors import ApplicationError
@@ -385,13 +387,33 @@ _cache: dict[tuple[str, str, str, str], Witness] = {}
 _cache_lock = threading.Lock()
 
 
+_WITNESS_SETTINGS = (
+    "WITNESS_DIR",
+    "WITNESS_KEY_FILE",
+    "WITNESS_PUBLIC_KEY_FILE",
+    "WITNESS_DATABASE_URL",
+)
+# Read once (every write asks for the witness); read again when a setting changes (tests).
+_configured: list[tuple[str, str, str, str]] = []
+
+
 def witness_settings() -> tuple[str, str, str, str]:
-    return (
-        str(getattr(settings, "WITNESS_DIR", "") or ""),
-        str(getattr(settings, "WITNESS_KEY_FILE", "") or ""),
-        str(getattr(settings, "WITNESS_PUBLIC_KEY_FILE", "") or ""),
-        str(getattr(settings, "WITNESS_DATABASE_URL", "") or ""),
-    )
+    if not _configured:
+        _configured[:] = [
+            (
+                str(getattr(settings, "WITNESS_DIR", "") or ""),
+                str(getattr(settings, "WITNESS_KEY_FILE", "") or ""),
+                str(getattr(settings, "WITNESS_PUBLIC_KEY_FILE", "") or ""),
+                str(getattr(settings, "WITNESS_DATABASE_URL", "") or ""),
+            )
+        ]
+    return _configured[0]
+
+
+@receiver(setting_changed)
+def _witness_settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in _WITNESS_SETTINGS:
+        _configured.clear()
 
 
 def _store(directory: str, database_url: str) -> Store:
