@@ -35,6 +35,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -393,27 +394,22 @@ _WITNESS_SETTINGS = (
     "WITNESS_PUBLIC_KEY_FILE",
     "WITNESS_DATABASE_URL",
 )
-# Read once (every write asks for the witness); read again when a setting changes (tests).
-_configured: list[tuple[str, str, str, str]] = []
 
 
+@cache  # read once (every write asks for the witness); again when a setting changes (tests)
 def witness_settings() -> tuple[str, str, str, str]:
-    if not _configured:
-        _configured[:] = [
-            (
-                str(getattr(settings, "WITNESS_DIR", "") or ""),
-                str(getattr(settings, "WITNESS_KEY_FILE", "") or ""),
-                str(getattr(settings, "WITNESS_PUBLIC_KEY_FILE", "") or ""),
-                str(getattr(settings, "WITNESS_DATABASE_URL", "") or ""),
-            )
-        ]
-    return _configured[0]
+    return (
+        str(getattr(settings, "WITNESS_DIR", "") or ""),
+        str(getattr(settings, "WITNESS_KEY_FILE", "") or ""),
+        str(getattr(settings, "WITNESS_PUBLIC_KEY_FILE", "") or ""),
+        str(getattr(settings, "WITNESS_DATABASE_URL", "") or ""),
+    )
 
 
 @receiver(setting_changed)
 def _witness_settings_changed(*, setting: str, **kwargs: Any) -> None:
     if setting in _WITNESS_SETTINGS:
-        _configured.clear()
+        witness_settings.cache_clear()
 
 
 def _store(directory: str, database_url: str) -> Store:

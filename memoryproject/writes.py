@@ -45,6 +45,7 @@ from functools import partial
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from memoryproject import sql
 from memoryproject.dbconfig import is_sqlite_file
 
 # As long as SQLite's own busy timeout: past it the writer goes on and SQLite decides.
@@ -117,13 +118,7 @@ def write_transaction(using: str = DEFAULT_DB_ALIAS, *, savepoint: bool = True) 
 
 
 def _synchronous(connection: BaseDatabaseWrapper, level: str) -> None:
-    direct = getattr(connection, "direct", lambda: None)()
-    if direct is not None:
-        with connection.wrap_database_errors:
-            direct.execute(f"PRAGMA synchronous={level}")
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"PRAGMA synchronous={level}")
+    sql.execute(f"PRAGMA synchronous={level}", using=connection.alias)
 
 
 def wal_flush(database_name: str) -> None:
