@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from graph_app.domain.postings import Postings
+from graph_app.domain.postings import Postings, index_of
 from graph_app.domain.stored_columns import Slots
 
 K1 = 1.5
@@ -208,13 +208,13 @@ class BM25Index:
         for term in query:
             contribution = self.contribution(term, b)
             if contribution is not None:
-                scores[contribution[0]] += contribution[1]
+                scores[index_of(contribution[0])] += contribution[1]
         # Sorted: added in the same order in every process (a set's order is not).
         for identifier in sorted(set(boost_identifiers)):
             arrays = self._posting_array(identifier)
             if arrays is None:
                 continue
-            scores[arrays[0]] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
+            scores[index_of(arrays[0])] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
         return scores
 
     def contribution(self, term: str, b: float | None) -> tuple[np.ndarray, np.ndarray] | None:
@@ -229,7 +229,7 @@ class BM25Index:
                 return None
             slots, tfs = arrays
             norm = self._norm(b)
-            score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[slots]))
+            score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[index_of(slots)]))
             cached = self._contributions[(term, b)] = (slots, score)
         return cached
 
@@ -238,22 +238,31 @@ class BM25Index:
     ) -> np.ndarray:
         """Per slot of ``slots``, the sum over (term, weight) of weight x the term's BM25Okapi
         contribution (``b`` as in ``dense_scores``), added term by term in the given order.
-        Worked out over each term's postings (a term's contribution as ``contribution`` caches
-        it, else made for this call alone) rather than looked up slot by slot."""
+        Each term's postings are searched for ``slots`` (its run is in slot order): the work
+        grows with the slots asked for, not with how many documents hold the term, and each
+        score is the float ``contribution`` gives."""
         self._refresh()
         b = self.b if b is None else b
-        total = np.zeros(len(self._keys))
+        at = index_of(slots)
+        total = np.zeros(len(at))
         for term, weight in weighted:
             found = self._contributions.get((term, b))
-            if found is None:
-                arrays = self._posting_array(term)
-                if arrays is None:
-                    continue
-                held, tfs = arrays
-                norm = self._norm(b)
-                found = held, self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[held]))
-            total[found[0]] += weight * found[1]
-        return total[slots]
+            arrays = found if found is not None else self._posting_array(term)
+            if arrays is None:
+                continue
+            held = arrays[0]
+            place = np.searchsorted(held, at)
+            hit = place < len(held)
+            hit[hit] = held[place[hit]] == at[hit]
+            place = place[hit]
+            if found is not None:
+                score = found[1][place]
+            else:
+                tfs = arrays[1][place]
+                norm = self._norm(b)[at[hit]]
+                score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
+            total[hit] += weight * score
+        return total
 
     def idf_table(self) -> Mapping[str, float]:
         """Okapi IDF by term (``idf`` for many terms at once; read-only)."""
@@ -280,7 +289,7 @@ class BM25Index:
         for term in sorted(set(query)):
             arrays = self._posting_array(term)
             if arrays is not None:
-                weights[arrays[0]] += self.smooth_idf(term)
+                weights[index_of(arrays[0])] += self.smooth_idf(term)
         return weights
 
     def match_table(self, query: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -299,7 +308,7 @@ class BM25Index:
         for bit, term in enumerate(terms):
             arrays = self._posting_array(term)
             assert arrays is not None
-            mask[arrays[0]] |= np.uint16(1 << bit)
+            mask[index_of(arrays[0])] |= np.uint16(1 << bit)
             # Adding 0.0 where the bit is clear leaves the sum as it is: the same float as
             # adding the term's weight only to the slots that hold it.
             sums += ((masks >> bit) & 1) * self.smooth_idf(term)

@@ -41,6 +41,7 @@ from graph_app.domain.activation import spread_activation
 from graph_app.domain.activation import strongest as by_strength
 from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_store import MemoryStore, Visibility
+from graph_app.domain.postings import index_of
 from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
 from graph_app.domain.related_terms import FIXED_TERMS, related_shares
 from graph_app.domain.termvectors import CorpusRows, TermVectors, term_vectors
@@ -129,8 +130,7 @@ class MemoryIndex(MemoryStore):
         best = float(top_values.max()) if len(top_values) else 1.0
         utility = dict(zip(top_slots.tolist(), (top_values / best).tolist(), strict=True))
 
-        # One byte per slot: looked up item by item, a bytes object is much faster than numpy.
-        shown = visible.tobytes()
+        shown = self.shown(visible)
         # The best items seed activation.
         seeds = self._largest(top_slots, top_values, params.seeds)
         self._activate(utility, seeds, shown, named, params)
@@ -169,7 +169,7 @@ class MemoryIndex(MemoryStore):
             # and each product is worked out on those slots alone, not the whole corpus.
             mask, sums = table
             hit = (mask != 0).nonzero()[0]  # a bool array's nonzero is several times faster
-            held = mask[hit]
+            held = index_of(mask[hit])
             weight = sums[held]
             # Okapi BM25 gives a term found in half of the documents zero weight, which in a
             # small project is most terms: a match must still beat a miss, a rare match a
@@ -247,7 +247,8 @@ class MemoryIndex(MemoryStore):
                 found = self.bm25.contribution(other, params.length_norm)
                 if found is not None:
                     slots, scores = found
-                    best[slots] = np.maximum(best[slots], similarity * scores)
+                    at = index_of(slots)
+                    best[at] = np.maximum(best[at], similarity * scores)
             extra += best
         return relevance + params.related_weight * extra
 
@@ -397,7 +398,7 @@ class MemoryIndex(MemoryStore):
             return
         activation = spread_activation(
             seeds,
-            lambda node: self._neighbours(node, visible),
+            self.neighbours_seen(visible),
             hops=params.hops,
             decay=params.decay,
             min_activation=params.activation_min,
@@ -441,9 +442,9 @@ class MemoryIndex(MemoryStore):
             strength = params.activation_weight * value
             if strength < bonus_min:
                 break  # strongest first: the rest lend even less
-            for item_slot, salience in self._items_about(entity):
+            for item_slot, salience in self.items_seen(entity, visible):
                 bonus = strength * salience
-                if bonus >= bonus_min and visible[item_slot] and bonus > lent.get(item_slot, 0.0):
+                if bonus >= bonus_min and bonus > lent.get(item_slot, 0.0):
                     lent[item_slot] = bonus
         return lent
 

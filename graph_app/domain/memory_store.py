@@ -137,6 +137,18 @@ class MemoryStore:
         # (slot, window) -> the slots within ``window`` positions of it in its stream, each with
         # its step (``_stream_near``); emptied by every change and when it grows past its bound.
         self._near_cache: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
+        # For one visibility at a time (its byte per slot): each node's visible neighbours and
+        # the visible items about it, made on first use (``neighbours_seen``, ``items_seen``);
+        # emptied by every change. A server answers query after query over one visibility, and
+        # activation reaches the same hubs each time.
+        self._seen: tuple[bytes, dict[str, list[str]], dict[str, list[tuple[int, float]]]] = (
+            b"",
+            {},
+            {},
+        )
+        # The live view (``masks`` at an instant ``now``) and the instants [from, until) for
+        # which it holds: no fact starts or ends between them. Emptied by every change.
+        self._live: _LiveView | None = None
         # The related-terms table's rows of this index's terms, and the vocabulary they are of.
         self._corpus: tuple[int, object, CorpusRows] | None = None
         # A restored index's payloads of stored slots, made at once from the columns.
@@ -154,6 +166,8 @@ class MemoryStore:
 
     def upsert(self, doc: MemoryDoc) -> None:
         self._near_cache.clear()
+        self._seen = (b"", {}, {})
+        self._live = None
         if doc.key in self.docs:
             self._unlink(self.docs[doc.key])
         slot = self.bm25.upsert(doc.key, doc.tokens)
@@ -302,6 +316,38 @@ class MemoryStore:
         )
         return out
 
+    def _seen_for(
+        self, visible: bytes
+    ) -> tuple[dict[str, list[str]], dict[str, list[tuple[int, float]]]]:
+        seen = self._seen
+        if seen[0] != visible:  # one comparison of the bytes, a small share of a ranking
+            seen = self._seen = (visible, {}, {})
+        return seen[1], seen[2]
+
+    def neighbours_seen(self, visible: bytes) -> Callable[[str], list[str]]:
+        """``_neighbours`` over ``visible``, each node's made once while neither the documents
+        nor the visibility change."""
+        made = self._seen_for(visible)[0]
+
+        def neighbours(node: str) -> list[str]:
+            found = made.get(node)
+            if found is None:
+                # Each once: activation keeps the strongest value that reaches a node, so a
+                # second edge to it changes nothing.
+                found = made[node] = list(dict.fromkeys(self._neighbours(node, visible)))
+            return found
+
+        return neighbours
+
+    def items_seen(self, node: str, visible: bytes) -> list[tuple[int, float]]:
+        """The visible ones of ``_items_about(node)``, in its order, as ``neighbours_seen`` keeps
+        them."""
+        made = self._seen_for(visible)[1]
+        found = made.get(node)
+        if found is None:
+            found = made[node] = [item for item in self._items_about(node) if visible[item[0]]]
+        return found
+
     def _items_about(self, node: str) -> Iterable[tuple[int, float]]:
         """The items about an entity as (slot, salience): facts of which it is the subject,
         episodes that list it or name it."""
@@ -330,7 +376,29 @@ class MemoryStore:
         a["tie"][slot] = digest_prefix(doc.digest)
 
     def masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
-        """(visible, stale) per slot. Stale: a fact hidden because it had been closed."""
+        """(visible, stale) per slot. Stale: a fact hidden because it had been closed. The live
+        view at an instant is the one at the last (the same arrays, not to be written to) until
+        some item starts or ends in between, or the documents change."""
+        now = visibility.now
+        if now is None or visibility != Visibility(now=now):
+            return self._masks(visibility)
+        kept = self._live
+        if kept is None or not kept.since <= now < kept.until:
+            visible, stale = self._masks(visibility)
+            kept = self._live = _LiveView.at(now, self._arrays, self.bm25.n_slots, visible, stale)
+        return kept.visible, kept.stale
+
+    def shown(self, visible: np.ndarray) -> bytes:
+        """``visible`` as one byte per slot (looked up item by item, bytes are much faster than
+        numpy), made once for the live view ``masks`` keeps."""
+        kept = self._live
+        if kept is not None and kept.visible is visible:
+            if kept.shown is None:
+                kept.shown = visible.tobytes()
+            return kept.shown
+        return visible.tobytes()
+
+    def _masks(self, visibility: Visibility) -> tuple[np.ndarray, np.ndarray]:
         n = self.bm25.n_slots
         a = {name: column[:n] for name, column in self._arrays.items()}
         fact, episode = a["fact"], a["present"] & ~a["fact"]
@@ -373,3 +441,31 @@ class MemoryStore:
         if visibility.include_superseded:
             return (fact & recorded) | episodes_seen, np.zeros_like(stale)
         return facts_seen | episodes_seen, stale
+
+
+@dataclass(eq=False)
+class _LiveView:
+    """``MemoryStore.masks`` at an instant, and the instants [since, until) it holds for."""
+
+    since: float
+    until: float
+    visible: np.ndarray
+    stale: np.ndarray
+    shown: bytes | None = None
+
+    @classmethod
+    def at(
+        cls,
+        now: float,
+        arrays: dict[str, np.ndarray],
+        n: int,
+        visible: np.ndarray,
+        stale: np.ndarray,
+    ) -> _LiveView:
+        """The view at ``now``: it holds from the last instant at or before ``now`` at which an
+        item starts or ends to the next one after it (the rule compares ``now`` with nothing
+        else)."""
+        bounds = np.concatenate((arrays["start"][:n], arrays["until"][:n]))
+        since = bounds[bounds <= now].max(initial=-INF)
+        until = bounds[bounds > now].min(initial=INF)
+        return cls(float(since), float(until), visible, stale)

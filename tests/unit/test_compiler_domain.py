@@ -14,7 +14,7 @@ from rank_bm25 import BM25Okapi
 
 from graph_app.domain.activation import spread_activation
 from graph_app.domain.bm25 import MATCH_TERMS_MAX, BM25Index
-from graph_app.domain.memory_doc import MemoryDoc
+from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import PackItem, pack
@@ -226,16 +226,18 @@ def test_matches_tallied_as_bit_masks_weigh_exactly_what_adding_the_weights_give
     ),
     b=st.sampled_from([None, 0.5]),
     cached=st.booleans(),
+    step=st.integers(1, 3),
 )
 def test_weighted_scores_are_each_terms_scores_weighted_and_added_in_order(
-    docs, weighted, b, cached
+    docs, weighted, b, cached, step
 ):
     index = BM25Index()
     for i, doc in enumerate(docs):
         index.upsert(f"d{i}", doc)
     if cached:  # a term's contribution kept by an earlier query's ranking
         index.dense_scores([t for t, _ in weighted], b=b)
-    slots = np.array([index.slot(f"d{i}") for i in range(len(docs))][::-1])
+    # Some of the documents (a ranking's pool), in no particular order.
+    slots = np.array([index.slot(f"d{i}") for i in range(len(docs))][::-step])
     # Each term's BM25 score of every slot, weighted and added to the sum term by term.
     expected = np.zeros(len(slots))
     for term, weight in weighted:
@@ -293,6 +295,80 @@ def test_ranking_surfaces_facts_of_a_dependency_the_query_does_not_name():
     assert "fact:3" in ranked  # reached through the depends_on edge
     assert "fact:4" not in ranked
     assert ranked["fact:1"] > ranked["fact:3"]
+
+
+def test_activation_follows_the_graph_as_it_is_at_each_ranking():
+    """One index answers ranking after ranking: an edge written, closed or hidden by a time
+    travel between two of them is followed, or not, by the next."""
+    index = MemoryIndex()
+
+    def fact(key, subject, text, obj=None, **extra):
+        edge = (subject, obj) if obj else None
+        tokens = tuple(tokenize(text))
+        index.upsert(MemoryDoc(key, "fact", tokens, subject=subject, edge=edge, **extra))
+
+    fact("fact:1", "order_repository", "order_repository invariant orders are immutable")
+    fact("fact:3", "payment_ledger", "payment_ledger balance never negative")
+    fact("fact:4", "refund_queue", "refund_queue drains hourly")
+    fact("fact:6", "audit_trail", "audit_trail keeps every change")
+    query = "order_repository invariants"
+    assert "fact:3" not in dict(index.rank(query, Visibility()).ranked)
+    fact("fact:2", "order_repository", "order_repository uses payment_ledger", "payment_ledger")
+    assert "fact:3" in dict(index.rank(query, Visibility()).ranked)
+    # The edge closed and another written: activation now reaches the queue, not the ledger.
+    fact(
+        "fact:2",
+        "order_repository",
+        "order_repository uses payment_ledger",
+        "payment_ledger",
+        valid_until=10.0,
+        closed_at=10.0,
+    )
+    fact(
+        "fact:5",
+        "order_repository",
+        "order_repository feeds refund_queue",
+        "refund_queue",
+        valid_from=10.0,
+        recorded_at=10.0,
+    )
+    now = dict(index.rank(query, Visibility()).ranked)
+    assert "fact:4" in now and "fact:3" not in now
+    # Back to before the change, then forward again, on the same index.
+    before = dict(index.rank(query, Visibility(as_of=5.0, known_at=5.0)).ranked)
+    assert "fact:3" in before and "fact:4" not in before
+    assert dict(index.rank(query, Visibility()).ranked) == now
+    # An item rewritten in place (its slot and what the visibility shows unchanged).
+    fact(
+        "fact:5",
+        "order_repository",
+        "order_repository feeds audit_trail",
+        "audit_trail",
+        valid_from=10.0,
+        recorded_at=10.0,
+    )
+    rewritten = dict(index.rank(query, Visibility()).ranked)
+    assert "fact:6" in rewritten and "fact:4" not in rewritten
+
+
+def test_the_live_view_moves_with_the_clock_between_rankings():
+    """Nothing written between two rankings: a fact scheduled to start or to end in between is
+    shown, or hidden and counted as stale, by the later one."""
+    index = MemoryIndex()
+    for key, text, start, until in [
+        ("fact:old", "auth token JWT_HS256", 0.0, 100.0),
+        ("fact:new", "auth token PASETO", 100.0, INF),
+        ("fact:other", "auth token rotation weekly", 0.0, INF),
+    ]:
+        tokens = tuple(tokenize(text))
+        index.upsert(MemoryDoc(key, "fact", tokens, valid_from=start, valid_until=until))
+    seen = []
+    for now in (50.0, 99.0, 100.0, 150.0, 50.0):
+        ranking = index.rank("auth token", Visibility(now=now))
+        seen.append(({k for k, _ in ranking.ranked}, ranking.suppressed_stale))
+    before = ({"fact:old", "fact:other"}, 0)
+    after = ({"fact:new", "fact:other"}, 1)
+    assert seen == [before, before, after, after, before]
 
 
 def test_superseded_fact_is_hidden_and_counted():

@@ -41,8 +41,9 @@ INDEX_STATE = {
 NOT_STORED = {"dense"}
 # Not state: how a restored index reads its stored slots' payloads from the columns.
 NOT_STORED |= {"_stored_payloads"}
-# Caches: the related-terms table's rows of the index's terms; the stream neighbourhoods.
-NOT_STORED |= {"_corpus", "_near_cache"}
+# Caches: the related-terms table's rows of the index's terms; the stream neighbourhoods; the
+# graph as one visibility shows it; the live view.
+NOT_STORED |= {"_corpus", "_near_cache", "_seen", "_live"}
 BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_doc_len"}
 BM25_STATE |= {"_postings", "_total_len"}
 
