@@ -52,15 +52,24 @@ def spread_activation(
                 activation[node] = value
                 frontier[node] = value
         if max_frontier is not None and len(frontier) > max_frontier:
-            frontier = dict(strongest(frontier.items())[:max_frontier])
+            frontier = dict(strongest(frontier.items(), max_frontier))
         if not frontier:
             break
     return activation
 
 
-def strongest(pairs: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
-    """(node, value) pairs by value descending, ties by node: two stable sorts on C-level keys
-    (the same order as sorting on ``(-value, node)``, without a Python call per pair)."""
-    ordered = sorted(pairs, key=itemgetter(0))
+def strongest(
+    pairs: Iterable[tuple[str, float]], limit: int | None = None
+) -> list[tuple[str, float]]:
+    """(node, value) pairs by value descending, ties by node (the ``limit`` first of them):
+    two stable sorts on C-level keys (the same order as sorting on ``(-value, node)``, without
+    a Python call per pair). With ``limit``, only the pairs whose value reaches the
+    ``limit``-th largest are sorted by node: most of a hop's nodes fall short of it."""
+    ordered = list(pairs)
+    if limit is not None and len(ordered) > limit:
+        values = sorted(map(itemgetter(1), ordered), reverse=True)
+        least = values[limit - 1]
+        ordered = [pair for pair in ordered if pair[1] >= least]
+    ordered.sort(key=itemgetter(0))
     ordered.sort(key=itemgetter(1), reverse=True)
-    return ordered
+    return ordered if limit is None else ordered[:limit]

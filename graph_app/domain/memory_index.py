@@ -407,8 +407,9 @@ class MemoryIndex(MemoryStore):
         # Only the most activated entities lend relevance: in a dense graph two hops reach
         # most of it, and a bonus for everything is a bonus for nothing.
         strongest = by_strength(
-            (e, v) for e, v in activation.items() if v >= params.activation_min
-        )[: params.activated_max]
+            ((e, v) for e, v in activation.items() if v >= params.activation_min),
+            params.activated_max,
+        )
         # Relevance by the graph stands beside relevance by words, it does not add to it: an item
         # near the query's entities that also shares its words is not found twice.
         for slot, bonus in self._lent(strongest, visible, params).items():

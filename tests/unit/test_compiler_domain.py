@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from graph_app.domain.activation import spread_activation
+from graph_app.domain.activation import spread_activation, strongest
 from graph_app.domain.bm25 import MATCH_TERMS_MAX, BM25Index
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
@@ -268,6 +268,18 @@ def test_activation_keeps_the_strongest_path():
         {"order_repository": 1.0, "currency_rates": 0.2}, lambda n: EDGES.get(n, []), decay=0.5
     )
     assert act["payment_ledger"] == pytest.approx(0.5)
+
+
+@settings(max_examples=100)
+@given(
+    values=st.dictionaries(
+        st.text("abcdef", min_size=1, max_size=3), st.sampled_from([0.1, 0.25, 0.5, 1.0])
+    ),
+    limit=st.none() | st.integers(0, 12),
+)
+def test_strongest_is_by_value_then_by_name_cut_at_its_limit(values, limit):
+    expected = sorted(values.items(), key=lambda pair: (-pair[1], pair[0]))
+    assert strongest(values.items(), limit) == expected[:limit]
 
 
 def test_ranking_surfaces_facts_of_a_dependency_the_query_does_not_name():
