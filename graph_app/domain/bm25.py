@@ -32,6 +32,9 @@ EPSILON = 0.25
 # Distinct known query terms up to which matches are tallied as bit masks (a table of 2^n sums).
 MATCH_TERMS_MAX = 12
 IDENTIFIER_BOOST = 1.0
+# ``weighted_scores`` searches each term's run for the slots asked for once the corpus holds
+# more than this many documents per slot asked for.
+SEARCHED_SCORES_RATIO = 8
 
 
 def okapi_idf(n_docs: int, document_frequency: dict[str, int], epsilon: float) -> dict[str, float]:
@@ -224,44 +227,69 @@ class BM25Index:
         b = self.b if b is None else b
         cached = self._contributions.get((term, b))
         if cached is None:
-            arrays = self._posting_array(term)
-            if arrays is None:
+            cached = self._term_scores(term, b)
+            if cached is None:
                 return None
-            slots, tfs = arrays
-            norm = self._norm(b)
-            score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm[index_of(slots)]))
-            cached = self._contributions[(term, b)] = (slots, score)
+            self._contributions[(term, b)] = cached
         return cached
 
     def weighted_scores(
         self, weighted: Sequence[tuple[str, float]], slots: np.ndarray, *, b: float | None = None
     ) -> np.ndarray:
         """Per slot of ``slots``, the sum over (term, weight) of weight x the term's BM25Okapi
-        contribution (``b`` as in ``dense_scores``), added term by term in the given order.
-        Each term's postings are searched for ``slots`` (its run is in slot order): the work
-        grows with the slots asked for, not with how many documents hold the term, and each
-        score is the float ``contribution`` gives."""
+        contribution (``b`` as in ``dense_scores``), added term by term in the given order: the
+        float ``contribution`` gives, however it is worked out. Over a corpus many times larger
+        than ``slots``, each term's run is searched for them (the work grows with the slots asked
+        for, not with how many documents hold the term); otherwise each run is added into a
+        corpus-sized array, cheaper then."""
         self._refresh()
         b = self.b if b is None else b
         at = index_of(slots)
+        if len(self._keys) > SEARCHED_SCORES_RATIO * len(at):
+            return self._searched_scores(weighted, at, b)
+        return self._scattered_scores(weighted, at, b)
+
+    def _term_scores(
+        self, term: str, b: float, at: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """``contribution(term, b)`` as kept, else made for this call alone (of the run's
+        positions ``at`` only, when given)."""
+        found = self._contributions.get((term, b))
+        if found is not None:
+            return found if at is None else (found[0][at], found[1][at])
+        arrays = self._posting_array(term)
+        if arrays is None:
+            return None
+        held, tfs = arrays if at is None else (arrays[0][at], arrays[1][at])
+        norm = self._norm(b)[index_of(held)]
+        return held, self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
+
+    def _scattered_scores(
+        self, weighted: Sequence[tuple[str, float]], at: np.ndarray, b: float
+    ) -> np.ndarray:
+        total = np.zeros(len(self._keys))
+        for term, weight in weighted:
+            found = self._term_scores(term, b)
+            if found is not None:
+                total[index_of(found[0])] += weight * found[1]
+        return total[at]
+
+    def _searched_scores(
+        self, weighted: Sequence[tuple[str, float]], at: np.ndarray, b: float
+    ) -> np.ndarray:
         total = np.zeros(len(at))
         for term, weight in weighted:
             found = self._contributions.get((term, b))
             arrays = found if found is not None else self._posting_array(term)
             if arrays is None:
                 continue
-            held = arrays[0]
+            held = arrays[0]  # in slot order
             place = np.searchsorted(held, at)
             hit = place < len(held)
             hit[hit] = held[place[hit]] == at[hit]
-            place = place[hit]
-            if found is not None:
-                score = found[1][place]
-            else:
-                tfs = arrays[1][place]
-                norm = self._norm(b)[at[hit]]
-                score = self._idf.get(term, 0.0) * (tfs * (self.k1 + 1) / (tfs + norm))
-            total[hit] += weight * score
+            scores = self._term_scores(term, b, place[hit])
+            assert scores is not None
+            total[hit] += weight * scores[1]
         return total
 
     def idf_table(self) -> Mapping[str, float]:

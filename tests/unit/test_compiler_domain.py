@@ -243,6 +243,10 @@ def test_weighted_scores_are_each_terms_scores_weighted_and_added_in_order(
     for term, weight in weighted:
         expected += weight * index.dense_scores([term], b=b)[slots]
     assert np.array_equal(index.weighted_scores(weighted, slots, b=b), expected)
+    # Either way of working it out (chosen by the corpus's size against the slots').
+    at, b_used = slots.astype(np.intp), index.b if b is None else b
+    assert np.array_equal(index._searched_scores(weighted, at, b_used), expected)
+    assert np.array_equal(index._scattered_scores(weighted, at, b_used), expected)
 
 
 # --- activation -----------------------------------------------------------------------------
