@@ -332,22 +332,10 @@ def test_activation_follows_the_graph_as_it_is_at_each_ranking():
     fact("fact:2", "order_repository", "order_repository uses payment_ledger", "payment_ledger")
     assert "fact:3" in dict(index.rank(query, Visibility()).ranked)
     # The edge closed and another written: activation now reaches the queue, not the ledger.
-    fact(
-        "fact:2",
-        "order_repository",
-        "order_repository uses payment_ledger",
-        "payment_ledger",
-        valid_until=10.0,
-        closed_at=10.0,
-    )
-    fact(
-        "fact:5",
-        "order_repository",
-        "order_repository feeds refund_queue",
-        "refund_queue",
-        valid_from=10.0,
-        recorded_at=10.0,
-    )
+    uses = ("fact:2", "order_repository", "order_repository uses payment_ledger")
+    fact(*uses, "payment_ledger", valid_until=10.0, closed_at=10.0)
+    feeds = ("fact:5", "order_repository", "order_repository feeds")
+    fact(*feeds, "refund_queue", valid_from=10.0, recorded_at=10.0)
     now = dict(index.rank(query, Visibility()).ranked)
     assert "fact:4" in now and "fact:3" not in now
     # Back to before the change, then forward again, on the same index.
@@ -355,14 +343,7 @@ def test_activation_follows_the_graph_as_it_is_at_each_ranking():
     assert "fact:3" in before and "fact:4" not in before
     assert dict(index.rank(query, Visibility()).ranked) == now
     # An item rewritten in place (its slot and what the visibility shows unchanged).
-    fact(
-        "fact:5",
-        "order_repository",
-        "order_repository feeds audit_trail",
-        "audit_trail",
-        valid_from=10.0,
-        recorded_at=10.0,
-    )
+    fact(*feeds, "audit_trail", valid_from=10.0, recorded_at=10.0)
     rewritten = dict(index.rank(query, Visibility()).ranked)
     assert "fact:6" in rewritten and "fact:4" not in rewritten
 
