@@ -1,4 +1,4 @@
-"""The REST framework's compatibility module, loaded without the PostgreSQL driver on SQLite.
+"""The REST framework's compatibility module, loaded without what the service never uses of it.
 
 ``rest_framework.compat`` imports ``django.contrib.postgres.fields`` when it can, to give
 ``ModelSerializer`` its mappings of PostgreSQL-only model fields, and that import loads
@@ -8,6 +8,12 @@ application (``memoryproject.wsgi``) loads DRF's module with that one import ref
 its URL map imports DRF's views: DRF then maps no PostgreSQL field, and a later import of
 ``django.contrib.postgres`` (or ``psycopg``, for a PostgreSQL witness store) loads it as usual.
 On PostgreSQL the database's backend loads the driver anyway, and nothing changes.
+
+It also imports ``requests`` when it can (installed here for detect-secrets), for the test
+client ``rest_framework.test.RequestsClient`` alone, which the service does not use: that import
+(with ``urllib3`` and ``charset_normalizer``, 35 to 55 ms of a start here) is refused too, on
+any database, and DRF goes on as if ``requests`` were not installed. Loaded later (detect-secrets
+screening a text), it loads as usual.
 """
 
 from __future__ import annotations
@@ -18,18 +24,23 @@ import sys
 from django.db import connections
 
 POSTGRES_FIELDS = "django.contrib.postgres.fields"
+#: Loaded by DRF only for its ``RequestsClient`` test client.
+REQUESTS = "requests"
 
 
 def drf_compat_load() -> None:
-    """Imports ``rest_framework.compat``, on SQLite without ``django.contrib.postgres``."""
-    if "rest_framework.compat" in sys.modules or POSTGRES_FIELDS in sys.modules:
+    """Imports ``rest_framework.compat`` without ``requests`` (unless it is loaded already),
+    on SQLite without ``django.contrib.postgres`` either."""
+    if "rest_framework.compat" in sys.modules:
         return
-    if connections["default"].vendor != "sqlite":
-        importlib.import_module("rest_framework.compat")
-        return
-    sys.modules[POSTGRES_FIELDS] = None  # type: ignore[assignment]  # an ImportError
+    refused = [REQUESTS] if REQUESTS not in sys.modules else []
+    if connections["default"].vendor == "sqlite" and POSTGRES_FIELDS not in sys.modules:
+        refused.append(POSTGRES_FIELDS)
+    for name in refused:
+        sys.modules[name] = None  # type: ignore[assignment]  # an ImportError
     try:
         importlib.import_module("rest_framework.compat")
     finally:
-        if sys.modules.get(POSTGRES_FIELDS, "") is None:
-            del sys.modules[POSTGRES_FIELDS]
+        for name in refused:
+            if sys.modules.get(name, "") is None:
+                del sys.modules[name]

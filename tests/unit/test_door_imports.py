@@ -119,6 +119,24 @@ def test_the_web_application_on_sqlite_loads_no_postgresql_driver(tmp_path):
     assert "django.contrib.postgres.fields" not in loaded
 
 
+def test_the_web_application_loads_no_http_client(tmp_path):
+    # DRF's compat module would import requests (for a test client) when it is installed.
+    loaded = _loaded(WSGI, tmp_path)
+    assert "rest_framework.compat" in loaded
+    assert _of(loaded, "requests", "urllib3", "charset_normalizer") == []
+
+
+def test_requests_still_imports_once_the_web_application_is_loaded(tmp_path):
+    script = WSGI.replace(
+        "print(",
+        "import requests\n"
+        "from rest_framework import compat\n"
+        "assert requests.Session.__name__ == 'Session' and compat.requests is None\n"
+        "print(",
+    )
+    assert "requests" in _loaded(script, tmp_path)
+
+
 def test_postgresql_fields_still_import_once_the_web_application_is_loaded(tmp_path):
     script = WSGI.replace(
         "print(",
