@@ -383,10 +383,11 @@ class MemoryStore:
         if now is None or visibility != Visibility(now=now):
             return self._masks(visibility)
         kept = self._live
-        if kept is None or not kept.since <= now < kept.until:
-            visible, stale = self._masks(visibility)
-            kept = self._live = _LiveView.at(now, self._arrays, self.bm25.n_slots, visible, stale)
-        return kept.visible, kept.stale
+        if kept is not None and kept.holds_at(now, self._arrays, self.bm25.n_slots):
+            return kept.visible, kept.stale
+        visible, stale = self._masks(visibility)
+        self._live = _LiveView(now, visible, stale)
+        return visible, stale
 
     def shown(self, visible: np.ndarray) -> bytes:
         """``visible`` as one byte per slot (looked up item by item, bytes are much faster than
@@ -445,27 +446,26 @@ class MemoryStore:
 
 @dataclass(eq=False)
 class _LiveView:
-    """``MemoryStore.masks`` at an instant, and the instants [since, until) it holds for."""
+    """``MemoryStore.masks`` at the instant ``at``, and the instants it holds for: from
+    ``since`` (``at`` until an earlier instant asks) up to ``until``. Each end is found when
+    an instant past ``at`` on its side first asks for the view: a view made right after a write
+    is often the only one before the next write, and finding an end costs more than the view."""
 
-    since: float
-    until: float
+    at: float
     visible: np.ndarray
     stale: np.ndarray
     shown: bytes | None = None
+    since: float | None = None
+    until: float | None = None
 
-    @classmethod
-    def at(
-        cls,
-        now: float,
-        arrays: dict[str, np.ndarray],
-        n: int,
-        visible: np.ndarray,
-        stale: np.ndarray,
-    ) -> _LiveView:
-        """The view at ``now``: it holds from the last instant at or before ``now`` at which an
-        item starts or ends to the next one after it (the rule compares ``now`` with nothing
-        else)."""
-        bounds = np.concatenate((arrays["start"][:n], arrays["until"][:n]))
-        since = bounds[bounds <= now].max(initial=-INF)
-        until = bounds[bounds > now].min(initial=INF)
-        return cls(float(since), float(until), visible, stale)
+    def holds_at(self, now: float, arrays: dict[str, np.ndarray], n: int) -> bool:
+        """Whether the view at ``now`` is this one: no item starts or ends between ``at`` and
+        ``now`` (the rule compares the instant with those columns alone)."""
+        columns = arrays["start"][:n], arrays["until"][:n]
+        if now >= self.at:
+            if self.until is None:
+                self.until = min(float(c[c > self.at].min(initial=INF)) for c in columns)
+            return now < self.until
+        if self.since is None:
+            self.since = max(float(c[c <= self.at].max(initial=-INF)) for c in columns)
+        return now >= self.since
