@@ -146,8 +146,8 @@ class MemoryStore:
             {},
             {},
         )
-        # The live view (``masks`` at an instant ``now``) and the instants [from, until) for
-        # which it holds: no fact starts or ends between them. Emptied by every change.
+        # The live view (``masks`` at an instant) and the instants it holds for, those between
+        # which no item starts or ends (``_LiveView``). Emptied by every change.
         self._live: _LiveView | None = None
         # The related-terms table's rows of this index's terms, and the vocabulary they are of.
         self._corpus: tuple[int, object, CorpusRows] | None = None
