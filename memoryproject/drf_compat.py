@@ -23,6 +23,8 @@ import sys
 
 from django.db import connections
 
+from memoryproject.domain.imports import imports_refused
+
 POSTGRES_FIELDS = "django.contrib.postgres.fields"
 #: Loaded by DRF only for its ``RequestsClient`` test client.
 REQUESTS = "requests"
@@ -33,14 +35,8 @@ def drf_compat_load() -> None:
     on SQLite without ``django.contrib.postgres`` either."""
     if "rest_framework.compat" in sys.modules:
         return
-    refused = [REQUESTS] if REQUESTS not in sys.modules else []
-    if connections["default"].vendor == "sqlite" and POSTGRES_FIELDS not in sys.modules:
+    refused = [REQUESTS]
+    if connections["default"].vendor == "sqlite":
         refused.append(POSTGRES_FIELDS)
-    for name in refused:
-        sys.modules[name] = None  # type: ignore[assignment]  # an ImportError
-    try:
+    with imports_refused(*refused):
         importlib.import_module("rest_framework.compat")
-    finally:
-        for name in refused:
-            if sys.modules.get(name, "") is None:
-                del sys.modules[name]

@@ -41,6 +41,7 @@ from pydantic import Field, WithJsonSchema
 from memoryproject import __version__
 from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.contracts import Caller, Output
+from memoryproject.domain.imports import imports_refused
 from memoryproject.errors import ApplicationError, PermissionDeniedError
 from memoryproject.mcp_auth import ApiKeyVerifier, auth_settings
 from memoryproject.models import Project, ProjectAPIKey
@@ -128,7 +129,12 @@ class MemoryServer(MCPServer):
         local: LocalIdentity | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        # The SDK makes a log handler with ``rich`` when it is installed (a development
+        # dependency here), which ``logging.basicConfig`` then drops: Django's LOGGING has
+        # given the root logger its handler already. Refused, ``rich`` (about 20 ms of a
+        # start) is not loaded for nothing, as in a deployment without it.
+        with imports_refused("rich"):
+            super().__init__(**kwargs)
         self.default_project = default_project
         self.api_key = api_key
         self.local = local

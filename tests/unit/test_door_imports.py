@@ -95,6 +95,26 @@ def test_the_mcp_server_loads_no_rest_framework(tmp_path):
     assert _of(loaded, "detect_secrets", "requests") == []
 
 
+def test_the_mcp_server_loads_no_console_renderer(tmp_path):
+    # The SDK would build a rich log handler (rich is installed here for development tools)
+    # that Django's logging configuration then ignores.
+    loaded = _loaded(MCP_SERVE, tmp_path)
+    assert "mcp.server.mcpserver" in loaded
+    assert _of(loaded, "rich") == []
+
+
+def test_rich_still_imports_once_the_mcp_server_is_built(tmp_path):
+    script = MCP_SERVE.replace(
+        "print(",
+        "import logging\n"
+        "from rich.console import Console\n"
+        "assert Console.__name__ == 'Console'\n"
+        "assert [type(h).__name__ for h in logging.getLogger().handlers] == ['StreamHandler']\n"
+        "print(",
+    )
+    assert "rich.console" in _loaded(script, tmp_path)
+
+
 def test_the_mcp_server_starts_its_index_load_before_importing_the_mcp_sdk(tmp_path):
     # mcp_serve starts loading the index in a thread once the identity is checked, then
     # imports the SDK: the load overlaps that import only if nothing before imported it.
