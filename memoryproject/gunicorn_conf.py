@@ -40,10 +40,11 @@ forwarded_allow_ips = ",".join(
 secure_scheme_headers: dict[str, str] = {}
 
 # The application is loaded once, in the master. Before the master forks its workers it runs
-# each app's warmers (``memoryproject.warmup``): the graph's loads (from its snapshot) or builds every project's compiler index, so each worker starts with them,
-# shared copy-on-write, instead of loading its own on its first compile: a worker started later
-# (after a crash) only reads the rows written since. GUNICORN_PRELOAD=0: each worker loads its
-# own, on first use.
+# each app's warmers (``memoryproject.warmup``): secret screening's rules are compiled, and the
+# graph's loads (from its snapshot) or builds every project's compiler index, so each worker
+# starts with them, shared copy-on-write, instead of loading its own on its first compile: a
+# worker started later (after a crash) only reads the rows written since. GUNICORN_PRELOAD=0:
+# each worker loads its own, on first use.
 preload_app = os.environ.get("GUNICORN_PRELOAD", "1") != "0"
 
 

@@ -115,6 +115,27 @@ def test_rich_still_imports_once_the_mcp_server_is_built(tmp_path):
     assert "rich.console" in _loaded(script, tmp_path)
 
 
+def test_a_warmed_server_screens_its_first_text_without_loading_anything(tmp_path):
+    # The warmers a server runs as it starts (mcp_serve in the background, gunicorn's master
+    # before it forks) compile secret screening's rules: the first query an agent sends is
+    # masked with nothing left to import or compile.
+    script = MCP_SERVE_COMMAND.replace(
+        'print("\\n".join(sorted(sys.modules)))',
+        "from memoryproject.warmup import warm\n"
+        "warm([])\n"
+        "before = set(sys.modules)\n"
+        "from memoryproject.domain.screening_secrets import secret_rules, text_mask\n"
+        "hits = secret_rules.cache_info().hits\n"
+        "key = 'SG.' + 'aaaaBBBBccccDDDDeeee12.' + 'ffffGGGGhhhhIIIIjjjjKKKKllllMMMMnnnnOOOOppp'\n"
+        "masked, _ = text_mask('mailer key ' + key)\n"
+        "assert masked == 'mailer key [masked:sendgrid_key]', masked\n"
+        "assert secret_rules.cache_info().hits > hits\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))",
+    )
+    assert "masked" not in MCP_SERVE_COMMAND and script != MCP_SERVE_COMMAND
+    assert _run(script, tmp_path).split() == []
+
+
 def test_the_mcp_server_starts_its_index_load_before_importing_the_mcp_sdk(tmp_path):
     # mcp_serve starts loading the index in a thread once the identity is checked, then
     # imports the SDK: the load overlaps that import only if nothing before imported it.

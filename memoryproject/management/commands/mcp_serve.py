@@ -13,12 +13,13 @@ a header), and always checks the Host and Origin headers, so a web page cannot r
 through DNS rebinding. Forwarded headers count from ``TRUSTED_PROXIES`` only
 (memoryproject.proxies), as on REST: uvicorn's own handling of them is off.
 
-As soon as its identity is checked (over HTTP, as it starts), the server loads the compiler
-index of the identity's projects (over HTTP, of every project) in a background thread, from its
-snapshot when there is one, while the main thread imports the MCP SDK, registers the tools and
+As soon as its identity is checked (over HTTP, as it starts), the server compiles secret
+screening's rules and loads the compiler index of the identity's projects (over HTTP, of every
+project) in a background thread (``memoryproject.warmup``), the index from its snapshot when
+there is one, while the main thread imports the MCP SDK, registers the tools and
 answers the handshake: the agent's first compile finds it loaded, or waits for the load to end.
 Until the thread starts this module has imported no MCP SDK, so the load overlaps that import.
-``--no-warm``: each index loads on its first compile.
+``--no-warm``: each index loads on its first compile, the rules on the first screened text.
 """
 
 from __future__ import annotations
