@@ -81,6 +81,11 @@ def _loaded(script: str, tmp_path: Path) -> set[str]:
     return set(_run(script, tmp_path).split())
 
 
+def _before_print(script: str, *lines: str) -> str:
+    """``script`` running ``lines`` before it prints its modules."""
+    return script.replace("print(", "".join(f"{line}\n" for line in lines) + "print(")
+
+
 def _of(modules: set[str], *packages: str) -> list[str]:
     return sorted(name for name in modules if name.split(".")[0] in packages)
 
@@ -104,13 +109,12 @@ def test_the_mcp_server_loads_no_console_renderer(tmp_path):
 
 
 def test_rich_still_imports_once_the_mcp_server_is_built(tmp_path):
-    script = MCP_SERVE.replace(
-        "print(",
-        "import logging\n"
-        "from rich.console import Console\n"
-        "assert Console.__name__ == 'Console'\n"
-        "assert [type(h).__name__ for h in logging.getLogger().handlers] == ['StreamHandler']\n"
-        "print(",
+    script = _before_print(
+        MCP_SERVE,
+        "import logging",
+        "from rich.console import Console",
+        "assert Console.__name__ == 'Console'",
+        "assert [type(h).__name__ for h in logging.getLogger().handlers] == ['StreamHandler']",
     )
     assert "rich.console" in _loaded(script, tmp_path)
 
@@ -168,22 +172,20 @@ def test_the_web_application_loads_no_http_client(tmp_path):
 
 
 def test_requests_still_imports_once_the_web_application_is_loaded(tmp_path):
-    script = WSGI.replace(
-        "print(",
-        "import requests\n"
-        "from rest_framework import compat\n"
-        "assert requests.Session.__name__ == 'Session' and compat.requests is None\n"
-        "print(",
+    script = _before_print(
+        WSGI,
+        "import requests",
+        "from rest_framework import compat",
+        "assert requests.Session.__name__ == 'Session' and compat.requests is None",
     )
     assert "requests" in _loaded(script, tmp_path)
 
 
 def test_postgresql_fields_still_import_once_the_web_application_is_loaded(tmp_path):
-    script = WSGI.replace(
-        "print(",
-        "from django.contrib.postgres.fields import ArrayField\n"
-        "assert ArrayField.__name__ == 'ArrayField'\n"
-        "print(",
+    script = _before_print(
+        WSGI,
+        "from django.contrib.postgres.fields import ArrayField",
+        "assert ArrayField.__name__ == 'ArrayField'",
     )
     assert "django.contrib.postgres.fields" in _loaded(script, tmp_path)
 
