@@ -166,8 +166,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-warm",
             action="store_true",
-            help="Load each project's compiler index on its first compile, not in the "
-            "background once the client is connected.",
+            help="Load each project's compiler index on its first compile (and screening's "
+            "rules on the first text screened), not in the background as the server starts.",
         )
         parser.add_argument(
             "--log-level",
