@@ -12,8 +12,10 @@ On PostgreSQL the database's backend loads the driver anyway, and nothing change
 It also imports ``requests`` when it can (installed here for detect-secrets), for the test
 client ``rest_framework.test.RequestsClient`` alone, which the service does not use: that import
 (with ``urllib3`` and ``charset_normalizer``, 35 to 55 ms of a start here) is refused too, on
-any database, and DRF goes on as if ``requests`` were not installed. Loaded later (detect-secrets
-screening a text), it loads as usual.
+any database, and DRF goes on as if ``requests`` were not installed. Loaded later, it loads as
+usual: detect-secrets imports it with the secret rules, which gunicorn's master compiles among
+its warmers before it forks (``memoryproject.apps``), so there the saving is DRF's alone and the
+import happens once, in the master; without a warmer, on the first text screened.
 """
 
 from __future__ import annotations
