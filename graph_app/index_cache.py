@@ -288,12 +288,14 @@ def compiler_cache_clear() -> None:
 SNAPSHOT_ATTEMPTS = 3
 
 
-def snapshot_now(project: Project) -> dict[str, Any]:
+def snapshot_now(project: Project, *, min_rows: int = 0) -> dict[str, Any]:
     """Brings ``project``'s index up to date in this process (from its snapshot, then the rows
     changed since) and writes its snapshot anew when the one on disk is behind, holding the
     writer's lock (``graph_app.snapshot_writer``); a write landing between the refresh and the
-    save is caught up with, and the save tried again. Answers what was done: ``status`` written,
-    current (the snapshot already describes the graph), empty (no graph yet), busy (another
+    save is caught up with, and the save tried again. With ``min_rows``, a snapshot this
+    process restored is written anew only once at least that many rows were read since it.
+    Answers what was done: ``status`` written, current (the snapshot already describes the
+    graph), recent (fewer than ``min_rows`` rows behind), empty (no graph yet), busy (another
     writer holds the lock), off (no snapshot directory) or failed (logged)."""
     path = snapshot_path(project.pk)
     report: dict[str, Any] = {"project": project.slug, "status": "off"}
@@ -312,6 +314,10 @@ def snapshot_now(project: Project) -> dict[str, Any]:
                     return report | {"status": "empty"}  # no graph yet: nothing to keep
                 if entry.saved == revision:
                     return report | {"status": "current"}
+                if 0 <= entry.restored == entry.saved and entry.rows_read < min_rows:
+                    # Written meanwhile by the writer another process started (each server
+                    # counts the rows it reads itself).
+                    return report | {"status": "recent"}
                 written = entry.save(project)
                 if written or graph_head(project).revision == revision:
                     break  # written, or failed with the graph where it was (logged)

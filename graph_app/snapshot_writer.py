@@ -68,6 +68,9 @@ def snapshot_in_background(slug: str) -> subprocess.Popen[bytes] | None:
     standard error; its exit is collected by a thread of this process."""
     command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "compiler_snapshot"]
     command += ["--project", slug, "--snapshot-dir", str(settings.COMPILER_SNAPSHOT_DIR)]
+    # Each server counts the rows it reads itself: several crossing the threshold for the same
+    # rows start one writer each, and the first to run leaves the others nothing to write.
+    command += ["--min-rows", str(settings.COMPILER_SNAPSHOT_MIN_ROWS)]
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": (

@@ -30,7 +30,9 @@ from typing import Any
 from django.conf import settings
 
 from benchmarks.memory.coldstart import database_url, memory_of
-from memoryproject.models import Scope
+from graph_app.graph_head import graph_head
+from graph_app.snapshot import snapshot_read
+from memoryproject.models import Project, Scope
 from memoryproject.services import api_key_create
 
 TIMEOUT_SECONDS = 300.0
@@ -219,9 +221,23 @@ def _tail(process: subprocess.Popen[bytes]) -> str:
     return process.stderr.read().decode(errors="replace")[-2000:]
 
 
+def snapshot_state(slug: str) -> dict[str, Any]:
+    """The snapshot a new server starts from: its revision, the graph's, and the writes between,
+    whose rows the server replays before its first compile (None: no usable snapshot, the index
+    is built from the rows)."""
+    project = Project.objects.get(slug=slug)
+    head = graph_head(project)
+    snapshot = snapshot_read(project.pk)
+    at = None if snapshot is None else snapshot.head.revision
+    behind = None if at is None else head.revision - at
+    return {"graph_revision": head.revision, "snapshot_revision": at, "writes_behind": behind}
+
+
 def first_compiles(slug: str, query: str, *, repeat: int = 1, pause: float = 0.0) -> dict[str, Any]:
-    """Each door's figures, ``repeat`` times in turn (the machine's load average beside); with
-    ``pause``, also the MCP server's first call made ``pause`` seconds after the handshake."""
+    """Each door's figures, ``repeat`` times in turn (the machine's load average and the
+    snapshot's state beside); with ``pause``, also the MCP server's first call made ``pause``
+    seconds after the handshake."""
+    state = snapshot_state(slug)
     api_key, key = api_key_create(name="first compile", project_slugs=[slug], scope=Scope.READ)
     runs: dict[str, list[dict[str, Any]]] = {"mcp_stdio": [], "gunicorn": []}
     if pause:
@@ -234,7 +250,7 @@ def first_compiles(slug: str, query: str, *, repeat: int = 1, pause: float = 0.0
                 runs["mcp_paused"].append(mcp_first_compile(slug, query, pause=pause))
     finally:
         api_key.delete()
-    return {"query": query, "loadavg": _loadavg(), "runs": runs}
+    return {"query": query, "loadavg": _loadavg(), "snapshot": state, "runs": runs}
 
 
 def _loadavg() -> str:
@@ -246,8 +262,16 @@ def _loadavg() -> str:
 
 def first_compile_lines(result: dict[str, Any]) -> list[str]:
     """A table: one row per door and run, one column per figure, memory per process."""
+    state = result["snapshot"]
+    if state["snapshot_revision"] is None:
+        start = "no usable snapshot: each server builds the index from the rows"
+    else:
+        start = (
+            f"snapshot at revision {state['snapshot_revision']} of {state['graph_revision']}: "
+            f"each server replays {state['writes_behind']} writes"
+        )
     lines = [
-        f"new process to first compile (load average {result['loadavg']})",
+        f"new process to first compile (load average {result['loadavg']}; {start})",
         f"{'door':<10} {'handshake':>10} {'first':>9} {'first CPU':>10} {'second':>8}"
         "  memory (RSS/PSS MiB)",
         "(mcp_paused: the first call made after a pause; 'first' is that call's own time)",

@@ -399,7 +399,7 @@ def _bm25_restore(
         steps[[end - 1 for end in runs.ends[:-1] if 0 < end < len(runs.slots)]] = 1
     if (steps <= 0).any() or (len(tfs) and int(tfs.min()) <= 0):
         raise ValueError("postings: a run out of order")
-    bm25._postings = Postings(runs.nodes, np.asarray(runs.ends), runs.slots, tfs)
+    bm25._postings = Postings(runs.nodes, np.asarray(runs.ends), runs.slots, tfs, stored_slots=n)
     return bm25
 
 

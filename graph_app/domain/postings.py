@@ -35,6 +35,8 @@ class Postings:
         ends: np.ndarray | None = None,
         slots: np.ndarray | None = None,
         frequencies: np.ndarray | None = None,
+        *,
+        stored_slots: int | None = None,
     ) -> None:
         self._run: dict[str, int] = {t: i for i, t in enumerate(terms or ())}
         self._ends = [] if ends is None else ends.tolist()
@@ -42,6 +44,12 @@ class Postings:
         self._tfs = np.zeros(0, dtype=np.int64) if frequencies is None else frequencies
         if self._run and (len(self._ends) != len(self._run) or self._ends[-1] != len(self._slots)):
             raise ValueError("postings: columns do not fit together")
+        # No stored run holds a slot from here on (the documents added since take new slots),
+        # so a write there needs no search of the term's run. Given by a restore, which has
+        # checked every stored slot against its documents' count.
+        if stored_slots is None:
+            stored_slots = int(self._slots.max()) + 1 if len(self._slots) else 0
+        self._stored_slots = stored_slots
         # Per term written since: slot -> frequency (0: a stored entry no longer held), how
         # many documents hold the term now, and its run made for queries (until its next change).
         self._changed: dict[str, dict[int, int]] = {}
@@ -68,6 +76,8 @@ class Postings:
 
     def _stored_frequency(self, term: str, slot: int) -> int:
         """The frequency of ``term`` in the document at ``slot`` as stored (0: not stored)."""
+        if slot >= self._stored_slots:
+            return 0
         stored = self._stored(term)
         if stored is None:
             return 0

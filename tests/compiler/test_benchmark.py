@@ -11,7 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from benchmarks.memory.processes import first_compile_lines, snapshot_state
 from benchmarks.memory.synthetic import project_drop
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear, snapshot_now
 from graph_app.models import TemporalFact
 from memoryproject.models import Project
 
@@ -121,3 +124,34 @@ def test_the_stage_profile_splits_a_delivered_compile_and_counts_the_receipt_ins
     for stage in stages:
         assert f"  {stage} " in table
     assert "receipt inserts per delivery:" in table
+
+
+@pytest.mark.django_db
+def test_the_first_compile_figures_name_the_writes_each_new_server_replays(
+    settings, tmp_path, default_project
+):
+    """``--first-compile`` states the snapshot a new server starts from: how many writes it
+    replays before its first compile, or that it builds the index from the rows."""
+    settings.COMPILER_SNAPSHOT_DIR = str(tmp_path / "index")
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 10_000
+
+    def write(value: str) -> None:
+        fact_upsert(
+            project=default_project,
+            subject_id="payment_service",
+            predicate="depends_on",
+            object_value=value,
+        )
+
+    write("ledger_store")
+    assert snapshot_state("default")["snapshot_revision"] is None
+    assert snapshot_now(default_project)["status"] == "written"
+    write("auth_service")
+    write("billing_api")
+    compiler_cache_clear()
+    state = snapshot_state("default")
+    assert state["writes_behind"] == 2
+    assert state["graph_revision"] == state["snapshot_revision"] + 2
+    [head] = first_compile_lines({"loadavg": "0.1 0.1 0.1", "snapshot": state, "runs": {}})[:1]
+    assert f"snapshot at revision {state['snapshot_revision']}" in head
+    assert "each server replays 2 writes" in head

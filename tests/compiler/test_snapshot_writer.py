@@ -28,7 +28,7 @@ from graph_app.index_cache import (
     snapshot_now,
 )
 from graph_app.snapshot import snapshot_path
-from graph_app.snapshot_writer import writer_lock
+from graph_app.snapshot_writer import snapshot_in_background, writer_lock
 
 QUERY = "what does payment_service depend on"
 WAIT_SECONDS = 120
@@ -205,3 +205,64 @@ def test_forgetting_a_snapshot_no_writer_wrote_leaves_no_lock_file(snapshots, de
     assert path is not None and path.exists()
     compiler_cache_forget(default_project.pk)
     assert list(snapshots.iterdir()) == []
+
+
+def test_a_snapshot_fewer_than_min_rows_behind_is_left_as_it_is(
+    settings, snapshots, default_project
+):
+    """A server's writer (``--min-rows``) rewrites a snapshot only once that many rows were
+    written since it: another server's writer may have rewritten it for the same rows."""
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 10_000
+    _facts(default_project, "ledger_store")
+    assert snapshot_now(default_project)["status"] == "written"
+    path = snapshot_path(default_project.pk)
+    assert path is not None
+    written = path.stat().st_mtime_ns
+    _facts(default_project, "auth_service", "billing_api")
+
+    compiler_cache_clear()  # a new process: restores the snapshot, reads the rows since
+    report = snapshot_now(default_project, min_rows=1000)
+    assert report["status"] == "recent" and report["snapshot"] >= 0
+    rows = report["rows"]
+    assert rows >= 2  # the two facts' rows, at least
+    assert path.stat().st_mtime_ns == written
+    compiler_cache_clear()
+    out = StringIO()
+    call_command("compiler_snapshot", "--min-rows", str(rows), "--json", stdout=out)
+    [project] = json.loads(out.getvalue())["projects"]
+    assert project["status"] == "written" and project["rows"] == rows
+    assert path.stat().st_mtime_ns != written
+    compiler_cache_clear()
+    assert "billing_api" in _compile(default_project)["markdown"]
+    assert _stats(default_project)["rows_read"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_servers_crossing_the_threshold_for_the_same_rows_share_one_rewrite(
+    settings, snapshots, default_project
+):
+    settings.COMPILER_SNAPSHOT_BACKGROUND = True
+    settings.COMPILER_SNAPSHOT_MIN_ROWS = 3
+    _facts(default_project, "ledger_store")
+    assert snapshot_now(default_project)["status"] == "written"
+    path = snapshot_path(default_project.pk)
+    assert path is not None
+
+    _facts(default_project, "auth_service", "billing_api", "search_api")
+    compiler_cache_clear()  # server A: restores the snapshot, reads the rows since
+    before = set(_writers())
+    _compile(default_project)
+    [writer] = [t for t in _writers() if t not in before]  # A crossed the threshold
+    writer.join(WAIT_SECONDS)
+    assert not writer.is_alive()
+    rewritten = path.stat().st_mtime_ns
+
+    # Server B restored the first snapshot too: it reads the same rows and one write's more,
+    # and crosses the threshold in turn. The snapshot on disk is one write behind: left as it is.
+    _facts(default_project, "queue_worker")
+    process = snapshot_in_background(default_project.slug)
+    assert process is not None and process.wait(WAIT_SECONDS) == 0
+    assert path.stat().st_mtime_ns == rewritten
+    compiler_cache_clear()
+    assert "queue_worker" in _compile(default_project)["markdown"]
+    assert 1 <= _stats(default_project)["rows_read"] < 3

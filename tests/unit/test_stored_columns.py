@@ -215,7 +215,7 @@ def test_stored_postings_read_in_place_then_change_like_dicts():
         st.tuples(
             st.booleans(),
             st.sampled_from(["order", "email", "retry", "ledger"]),
-            st.integers(0, 30),
+            st.integers(0, 40),
             st.integers(1, 4),
         ),
         max_size=40,
@@ -223,7 +223,8 @@ def test_stored_postings_read_in_place_then_change_like_dicts():
 )
 def test_writes_to_stored_postings_read_as_writes_to_dicts(stored, writes):
     """A restored index's postings, written to, hold what a fresh index's hold after the same
-    writes: the same runs, frequencies, terms, and the same moves of the vocabulary."""
+    writes: the same runs, frequencies, terms, and the same moves of the vocabulary. The
+    restore stored 31 documents (slots 0 to 30); writes reach the slots added since too."""
     terms = sorted(stored)
     runs = [sorted(stored[t].items()) for t in terms]
     restored = Postings(
@@ -231,6 +232,7 @@ def test_writes_to_stored_postings_read_as_writes_to_dicts(stored, writes):
         np.cumsum([len(r) for r in runs]).astype(np.int64),
         np.array([s for r in runs for s, _ in r], dtype=np.int32),
         np.array([f for r in runs for _, f in r], dtype=np.int32),
+        stored_slots=31,
     )
     fresh = Postings()
     for term in terms:

@@ -1,14 +1,16 @@
 """`manage.py compiler_snapshot`: writes the compiler index snapshot of each project whose
 snapshot is behind its graph.
 
-    manage.py compiler_snapshot [--project SLUG ...] [--snapshot-dir DIR] [--json]
+    manage.py compiler_snapshot [--project SLUG ...] [--snapshot-dir DIR] [--min-rows N] [--json]
 
 A server starts this itself once a refresh has read ``COMPILER_SNAPSHOT_MIN_ROWS`` rows since
 the snapshot it restored (``graph_app.snapshot_writer``); run from cron it keeps the rows a new
 process replays at start few whatever the threshold. Each project: its index loaded from its
 snapshot and the rows changed since, then written anew unless it already describes the graph
-(``current``) or another writer holds the project's lock (``busy``). Exit 1 when a snapshot due
-could not be written.
+(``current``) or another writer holds the project's lock (``busy``). ``--min-rows N``: only
+once N rows were written since the snapshot (``recent`` until then); a server's own writer passes
+``COMPILER_SNAPSHOT_MIN_ROWS``, so that when several servers cross it for the same rows, one
+rewrite serves them all. Exit 1 when a snapshot due could not be written.
 """
 
 from __future__ import annotations
@@ -39,12 +41,21 @@ class Command(BaseCommand):
             default=None,
             help="the snapshot directory (default: COMPILER_SNAPSHOT_DIR)",
         )
+        parser.add_argument(
+            "--min-rows",
+            type=int,
+            default=0,
+            help="write a snapshot only once this many rows were written since it (default 0: "
+            "whenever it is behind)",
+        )
         json_flag_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["snapshot_dir"]:
             settings.COMPILER_SNAPSHOT_DIR = options["snapshot_dir"]
         slugs: list[str] = options["project"]
+        if options["min_rows"] < 0:
+            raise CommandError(f"--min-rows: must be 0 or more, got {options['min_rows']}")
         projects = list(Project.objects.order_by("pk"))
         if slugs:
             unknown = sorted(set(slugs) - {p.slug for p in projects})
@@ -54,7 +65,7 @@ class Command(BaseCommand):
         reports = []
         for project in projects:
             start = time.perf_counter()
-            report = snapshot_now(project)
+            report = snapshot_now(project, min_rows=options["min_rows"])
             report["ms"] = round((time.perf_counter() - start) * 1000, 1)
             reports.append(report)
         peak_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
