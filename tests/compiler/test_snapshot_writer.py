@@ -266,3 +266,8 @@ def test_servers_crossing_the_threshold_for_the_same_rows_share_one_rewrite(
     compiler_cache_clear()
     assert "queue_worker" in _compile(default_project)["markdown"]
     assert 1 <= _stats(default_project)["rows_read"] < 3
+
+
+def test_the_command_refuses_a_negative_row_count(snapshots, default_project):
+    with pytest.raises(CommandError, match="--min-rows: must be 0 or more, got -1"):
+        call_command("compiler_snapshot", "--min-rows", "-1")
