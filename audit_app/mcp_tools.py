@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from audit_app.contracts import AuditVerification, ContradictionAuditResult
 from audit_app.operations import AUDIT_VERIFY, CONTRADICTIONS_AUDIT
-from memoryproject.mcp import IDEMPOTENT_WRITE, READ, MemoryServer, ToolSpec, add_tools
+from memoryproject.mcp_calls import IDEMPOTENT_WRITE, READ, McpRegistry, ToolSpec, add_tools
 
 AUDIT_DESCRIPTION = """\
 Check the project's facts held at `as_of` (default now) for contradictions: a negated
@@ -77,5 +77,5 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
-def register(server: MemoryServer) -> None:
+def register(server: McpRegistry) -> None:
     add_tools(server, TOOLS)

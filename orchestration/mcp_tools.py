@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from graph_app.mcp_tools.compile import prompt_with_memory
-from memoryproject.mcp import MemoryServer, add_prompt
+from memoryproject.mcp_calls import McpRegistry, add_prompt
 from sessions_app.mcp_tools import render_load
 from sessions_app.session_memory import session_load
 
@@ -16,11 +16,11 @@ RESUME_QUERY_CHARS = 600
 RESUME_TOKENS = 800
 
 
-def register(server: MemoryServer) -> None:
+def register(server: McpRegistry) -> None:
     _register_resume(server)
 
 
-def _resume_message(server: MemoryServer, project: str | None) -> str:
+def _resume_message(server: McpRegistry, project: str | None) -> str:
     target = server.project_for(project, "read")
     loaded = session_load(project=target, caller=server.caller())
     parts = [f"Resume work on project '{target.slug}'."]
@@ -42,7 +42,7 @@ def _resume_message(server: MemoryServer, project: str | None) -> str:
     return prompt_with_memory(server, query, frame, project=target.slug, max_tokens=RESUME_TOKENS)
 
 
-def _register_resume(server: MemoryServer) -> None:
+def _register_resume(server: McpRegistry) -> None:
     @add_prompt(
         server,
         name="session-resume",

@@ -8,7 +8,7 @@ from `initialize`.
 
 from django.conf import settings
 
-from memoryproject.mcp import WRITE, MemoryServer, ToolSpec, add_tools, resource_read
+from memoryproject.mcp_calls import WRITE, McpRegistry, ToolSpec, add_tools, resource_read
 from sessions_app.contracts import LoadResult, PlanResult, SaveResult
 from sessions_app.operations import PLAN_CONTEXT, SESSION_LOAD, SESSION_SAVE
 from sessions_app.session_memory import session_load
@@ -76,7 +76,7 @@ returns low-trust or stale context. Use at the start of a session. Effects: when
 returned, one receipt is written to the injection log (channel "mcp", your client name)."""
 
 
-def register(server: MemoryServer) -> None:
+def register(server: McpRegistry) -> None:
     save = SAVE_DESCRIPTION.format(max_chars=int(settings.SESSION_SUMMARY_MAX_CHARS))
     load = LOAD_DESCRIPTION.format(max_age_days=settings.SESSION_MAX_AGE_DAYS)
     tools: tuple[ToolSpec, ...] = (
@@ -88,7 +88,7 @@ def register(server: MemoryServer) -> None:
     _register_latest(server)
 
 
-def _register_latest(server: MemoryServer) -> None:
+def _register_latest(server: McpRegistry) -> None:
     @server.resource(
         "memory://sessions/latest",
         name="sessions-latest",

@@ -16,7 +16,7 @@ from graph_app.delivery import delivery_receipt
 from graph_app.operations import CONTEXT_COMPILE
 from graph_app.quarantine_holds import deliveries_held
 from memoryproject.domain.screening import text_mask
-from memoryproject.mcp import WRITE, MemoryServer, add_prompt, add_tool
+from memoryproject.mcp_calls import WRITE, McpRegistry, add_prompt, add_tool
 from memoryproject.writes import write_transaction
 
 # The prompts' budget: a briefing is read by the agent before it starts, so it may be longer
@@ -40,7 +40,7 @@ def render_compile(data: CompileResult) -> str:
     return data.markdown
 
 
-def register(server: MemoryServer) -> None:
+def register(server: McpRegistry) -> None:
     add_tool(
         server,
         CONTEXT_COMPILE,
@@ -54,7 +54,7 @@ def register(server: MemoryServer) -> None:
 
 
 def prompt_with_memory(
-    server: MemoryServer,
+    server: McpRegistry,
     query: str,
     frame: Callable[[str], str],
     *,
@@ -81,13 +81,13 @@ def prompt_with_memory(
     return text
 
 
-def _memory_text(server: MemoryServer, *, query: str, lead: str, nothing: str) -> str:
+def _memory_text(server: McpRegistry, *, query: str, lead: str, nothing: str) -> str:
     """``lead``, then the memory compiled for ``query`` (``nothing`` when none matched),
     receipted by ``prompt_with_memory``."""
     return prompt_with_memory(server, query, lambda markdown: lead + (markdown or nothing))
 
 
-def _register_briefing(server: MemoryServer) -> None:
+def _register_briefing(server: McpRegistry) -> None:
     @add_prompt(
         server,
         name="architecture-briefing",
@@ -113,7 +113,7 @@ def _register_briefing(server: MemoryServer) -> None:
         )
 
 
-def _register_bug_context(server: MemoryServer) -> None:
+def _register_bug_context(server: McpRegistry) -> None:
     @add_prompt(
         server,
         name="bug-investigation-context",

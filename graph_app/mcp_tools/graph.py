@@ -11,8 +11,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from mcp_types import ToolAnnotations
-
 from graph_app import graph_summary, integrity, record_views
 from graph_app.contracts.entities import EntityQueryResult
 from graph_app.contracts.episodes import EpisodeOut, EpisodeRecordResult
@@ -32,12 +30,13 @@ from graph_app.operations import (
 from memoryproject.contracts import Output
 from memoryproject.domain.spotlight import PREAMBLE, PREAMBLE_LINE, Quarantined, quarantine_line
 from memoryproject.domain.spotlight import data as spotlight
-from memoryproject.mcp import (
+from memoryproject.mcp_calls import (
     DESTRUCTIVE,
     IDEMPOTENT_WRITE,
     READ,
     WRITE,
-    MemoryServer,
+    McpRegistry,
+    ToolHints,
     add_tool,
     resource_read,
 )
@@ -213,7 +212,7 @@ Use before trusting memory for an audit. Read-only; cost grows with the size of 
 
 
 #: The graph's tools: (operation, title, description, annotations, render).
-TOOLS: tuple[tuple[Operation[Any, Any], str, str, ToolAnnotations, Callable[[Any], str]], ...] = (
+TOOLS: tuple[tuple[Operation[Any, Any], str, str, ToolHints, Callable[[Any], str]], ...] = (
     (EPISODE_RECORD, "Record an episode", RECORD_DESCRIPTION, WRITE, render_episode),
     (FACT_UPSERT, "Assert a fact", UPSERT_DESCRIPTION, IDEMPOTENT_WRITE, render_fact),
     (FACT_RETRACT, "Retract a fact", RETRACT_DESCRIPTION, DESTRUCTIVE, render_retract),
@@ -257,7 +256,7 @@ RESOURCES: tuple[tuple[str, str, str, str, Callable[..., Output]], ...] = (
 )
 
 
-def register(server: MemoryServer) -> None:
+def register(server: McpRegistry) -> None:
     for op, title, text, hints, render in TOOLS:
         add_tool(server, op, title=title, description=text, annotations=hints, render=render)
     for uri, name, title, text, select in RESOURCES:
@@ -265,7 +264,7 @@ def register(server: MemoryServer) -> None:
 
 
 def _add_resource(
-    server: MemoryServer,
+    server: McpRegistry,
     uri: str,
     *,
     name: str,

@@ -42,16 +42,16 @@ def server_and_tools():
 def test_every_mcp_tool_is_an_operation_with_a_rest_twin(server_and_tools):
     server, tools = server_and_tools
     rest = _rest_views()
-    assert set(tools) == set(server.operations), "every tool is declared from an Operation"
+    assert set(tools) == set(server.registry.operations), "every tool is declared from an Operation"
     missing = sorted(name for name in tools if name not in rest)
     assert not missing, f"MCP tools without a REST twin: {missing}"
-    for name, operation in server.operations.items():
+    for name, operation in server.registry.operations.items():
         assert rest[name][1].operation is operation, name
 
 
 def test_tool_arguments_are_the_input_model_plus_project(server_and_tools):
     server, tools = server_and_tools
-    for name, operation in server.operations.items():
+    for name, operation in server.registry.operations.items():
         schema = tools[name].input_schema
         expected = operation.input.model_json_schema()["properties"]
         properties = dict(schema["properties"])
@@ -66,7 +66,7 @@ def test_tool_arguments_are_the_input_model_plus_project(server_and_tools):
 
 def test_tool_output_schema_is_the_output_model(server_and_tools):
     server, tools = server_and_tools
-    for name, operation in server.operations.items():
+    for name, operation in server.registry.operations.items():
         published = tools[name].output_schema
         assert published is not None, name
         assert set(published["properties"]) == set(
@@ -79,7 +79,7 @@ def test_openapi_describes_each_operation_with_its_models(server_and_tools):
     server, _ = server_and_tools
     schema = SchemaGenerator().get_schema(request=None, public=True)
     rest = _rest_views()
-    for name, operation in server.operations.items():
+    for name, operation in server.registry.operations.items():
         route, view = rest[name]
         path = "/" + route.strip("/").replace("<str:", "{").replace("<path:", "{")
         path = path.replace(">", "}")
@@ -103,7 +103,7 @@ def test_each_tool_needs_the_scope_its_rest_twin_needs(server_and_tools):
     Both must say the same for every pair."""
     server, _ = server_and_tools
     rest = _rest_views()
-    for name, operation in server.operations.items():
+    for name, operation in server.registry.operations.items():
         _, view = rest[name]
         rest_scope = view.required_scope or ("read" if view.method == "get" else "write")
         needed = operation.scope or operation.access
