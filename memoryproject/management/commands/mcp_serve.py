@@ -28,6 +28,8 @@ import copy
 import ipaddress
 import logging
 import os
+import socket
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -37,6 +39,7 @@ from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from memoryproject.api_keys import KeyRefused, api_key_verify
 from memoryproject.collector import start_up_settle
 from memoryproject.errors import ApplicationError
+from memoryproject.mcp_split import back_serve, back_socket
 from memoryproject.migration_state import migrations_pending
 from memoryproject.models import Scope
 from memoryproject.projects import (
@@ -170,6 +173,13 @@ class Command(BaseCommand):
             "rules on the first text screened), not in the background as the server starts.",
         )
         parser.add_argument(
+            "--one-process",
+            action="store_true",
+            help="stdio: serve in this one process. By default the MCP SDK starts in this "
+            "process and Django with the compiler index in a child beside it, so a new server "
+            "answers sooner on a machine with two cores or more.",
+        )
+        parser.add_argument(
             "--log-level",
             choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
             default=None,
@@ -193,27 +203,38 @@ class Command(BaseCommand):
         )
         for name in ("memoryproject", "mcp"):
             logging.getLogger(name).setLevel(log_level)
+        back = back_socket()  # in the back of a stdio server in two processes (mcp_split)
         try:
             if transport == "stdio":
                 raw_key, local, default_project, projects = self._stdio_identity(options)
                 if not options["no_warm"]:
                     warm_in_background(projects)
+                identity = {"default_project": default_project, "api_key": raw_key, "local": local}
+                if back is not None:
+                    self._serve_back(back, identity, log_level)
+                    return
                 from memoryproject.mcp import build_server  # the MCP SDK, the tools' modules
 
-                server = build_server(
-                    default_project=default_project,
-                    log_level=log_level,
-                    api_key=raw_key,
-                    local=local,
-                )
+                server = build_server(log_level=log_level, **identity)
                 start_up_settle()
                 server.run("stdio")
             else:
+                if back is not None:
+                    back.close()  # the front waits for this process, which serves HTTP
                 self._serve_http(options, log_level)
         except KeyboardInterrupt:
             pass
         finally:
             connections.close_all()
+
+    def _serve_back(self, back: socket.socket, identity: dict[str, Any], log_level: str) -> None:
+        """The back of a stdio server in two processes: the tools' modules, their manifest
+        sent to the front, each call answered until the front closes the socket."""
+        from memoryproject.mcp_calls import call_run, manifest, registry_build
+
+        registry = registry_build(**identity)
+        start_up_settle()
+        back_serve(back, manifest(registry), partial(call_run, registry), log_level=log_level)
 
     def _check_http_options(self, options: dict[str, Any]) -> None:
         for name in ("project", "scope", "api_key"):
