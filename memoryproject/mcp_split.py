@@ -142,7 +142,7 @@ class Remote:
             os._exit(1)
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
-        event, box = threading.Event(), []
+        event, box = threading.Event(), list[dict[str, Any]]()
         with self.lock:
             call_id = next(self.ids)
             self.waiting[call_id] = (event, box)

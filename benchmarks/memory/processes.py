@@ -86,7 +86,8 @@ def _ms(start: float) -> float:
 def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str, Any]:
     """Launch of ``manage.py mcp_serve --project slug --scope read`` (stdio) to its
     ``initialize`` answer and to its first ``memory_compile_context`` answer, in ms, with the
-    server's memory after that answer. With ``pause`` (seconds) the client lists the tools and
+    memory of its two processes (front and back, memoryproject.mcp_split) after that answer
+    and the CPU time both spent until it. With ``pause`` (seconds) the client lists the tools and
     waits that long before its first call, as an agent's model reads them: ``first_call_ms``
     is then that call's own time."""
     import anyio
@@ -123,8 +124,11 @@ def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str,
                 report["first_compile_ms"] = _ms(start)
                 if pause:
                     report["pause_s"], report["first_call_ms"] = pause, _ms(call)
-                servers = [p for p in children_of(os.getpid()) if p not in before]
-                report["first_cpu_ms"] = sum(map(cpu_ms, servers))
+                fronts = [p for p in children_of(os.getpid()) if p not in before]
+                # Over stdio a server is two processes: the front and its back (mcp_split).
+                roles = [(pid, "front") for pid in fronts]
+                roles += [(back, "back") for pid in fronts for back in children_of(pid)]
+                report["first_cpu_ms"] = sum(cpu_ms(pid) for pid, _ in roles)
                 if result.is_error:
                     raise RuntimeError(f"memory_compile_context failed: {result.content}")
                 second = time.perf_counter()
@@ -132,7 +136,7 @@ def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str,
                     "memory_compile_context", {"query": query, "max_tokens": 800}
                 )
                 report["second_compile_ms"] = _ms(second)
-                report["processes"] = [{"role": "server", **memory_of(p)} for p in servers]
+                report["processes"] = [{"role": role, **memory_of(pid)} for pid, role in roles]
 
     anyio.run(run)
     return report

@@ -356,7 +356,9 @@ def test_every_mcp_tool_applies_the_access_rules(tmp_path):
 
     ids = _seed()
     # The scope each tool needs: its access, or its own (admin for auditors' reads).
-    access = {name: op.scope or op.access for name, op in build_server().registry.operations.items()}
+    access = {
+        name: op.scope or op.access for name, op in build_server().registry.operations.items()
+    }
     callers = Callers()
     keys = {identity: callers.key(identity, "admin") for identity in IDENTITIES}
     server = start_http_server(tmp_path, env={"MEMORY_AUTH_FAILURES": "100000"})

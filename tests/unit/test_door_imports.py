@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memoryproject.mcp_calls import manifest, registry_build
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # As `manage.py mcp_serve --project P --scope read` runs up to serving: settings and apps for
@@ -41,6 +43,31 @@ load_command_class("memoryproject", "mcp_serve")
 print("\\n".join(sorted(sys.modules)))
 """
 
+# The back of a stdio server in two processes (memoryproject.mcp_split), up to sending its
+# manifest: settings and apps, the command's module, every app's tools, resources and prompts.
+MCP_BACK = """
+import sys
+sys.argv = ["manage.py", "mcp_serve", "--project", "default", "--scope", "read"]
+import django
+django.setup()
+from django.core.management import load_command_class
+load_command_class("memoryproject", "mcp_serve")
+from memoryproject.mcp_calls import manifest, registry_build
+manifest(registry_build())
+print("\\n".join(sorted(sys.modules)))
+"""
+
+# Its front, as manage.py runs it up to serving: the server built from the back's manifest.
+MCP_FRONT = """
+import json
+import sys
+import memoryproject.mcp_split
+from memoryproject.mcp_server import server_build
+server = server_build(json.loads(sys.argv[1]), lambda request: {})
+assert len(server._tool_manager.list_tools()) >= 14
+print("\\n".join(sorted(sys.modules)))
+"""
+
 # As gunicorn loads the application (memoryproject/gunicorn_conf.py): the WSGI module, then
 # every URL's view.
 WSGI = """
@@ -52,7 +79,14 @@ print("\\n".join(sorted(sys.modules)))
 """
 
 
-def _run(script: str, tmp_path: Path, *, unset: tuple[str, ...] = (), **extra: str) -> str:
+def _run(
+    script: str,
+    tmp_path: Path,
+    *,
+    unset: tuple[str, ...] = (),
+    args: tuple[str, ...] = (),
+    **extra: str,
+) -> str:
     """What ``script`` prints, run in a new interpreter (``extra`` added to its environment,
     the variables named in ``unset`` taken out)."""
     env = {
@@ -65,7 +99,7 @@ def _run(script: str, tmp_path: Path, *, unset: tuple[str, ...] = (), **extra: s
         "COMPILER_SNAPSHOT_DIR": "",
     }
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -146,6 +180,21 @@ def test_the_mcp_server_starts_its_index_load_before_importing_the_mcp_sdk(tmp_p
     loaded = _loaded(MCP_SERVE_COMMAND, tmp_path)
     assert "memoryproject.management.commands.mcp_serve" in loaded
     assert _of(loaded, "mcp", "mcp_types") == []
+
+
+def test_the_back_of_a_stdio_server_loads_no_mcp_sdk(tmp_path):
+    loaded = _loaded(MCP_BACK, tmp_path)
+    assert "graph_app.mcp_tools.compile" in loaded  # the probe reached the tools
+    assert _of(loaded, "mcp", "mcp_types") == []
+    assert _of(loaded, "rest_framework", "drf_spectacular") == []
+
+
+def test_the_front_of_a_stdio_server_loads_no_django(tmp_path):
+    published = json.dumps(manifest(registry_build()))
+    loaded = set(_run(MCP_FRONT, tmp_path, args=(published,)).split())
+    assert "mcp.server.mcpserver" in loaded  # the probe reached the server
+    assert _of(loaded, "django", "rest_framework", "numpy") == []
+    assert _of(loaded, "graph_app", "sessions_app", "audit_app") == []
 
 
 def test_the_web_application_loads_no_mcp_sdk(tmp_path):

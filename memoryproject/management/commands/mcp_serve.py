@@ -20,6 +20,11 @@ there is one, while the main thread imports the MCP SDK, registers the tools and
 answers the handshake: the agent's first compile finds it loaded, or waits for the load to end.
 Until the thread starts this module has imported no MCP SDK, so the load overlaps that import.
 ``--no-warm``: each index loads on its first compile, the rules on the first screened text.
+
+Over stdio this command runs in the back of a server in two processes (memoryproject.mcp_split):
+manage.py forked it as it started, and the process the client started imports the SDK, answers
+the handshake and sends each call here; this process sends the manifest of the tools and answers
+the calls, never importing the SDK. ``--one-process`` serves stdio here, as over HTTP.
 """
 
 from __future__ import annotations
@@ -209,13 +214,17 @@ class Command(BaseCommand):
                 raw_key, local, default_project, projects = self._stdio_identity(options)
                 if not options["no_warm"]:
                     warm_in_background(projects)
-                identity = {"default_project": default_project, "api_key": raw_key, "local": local}
                 if back is not None:
-                    self._serve_back(back, identity, log_level)
+                    self._serve_back(back, log_level, default_project, raw_key, local)
                     return
                 from memoryproject.mcp import build_server  # the MCP SDK, the tools' modules
 
-                server = build_server(log_level=log_level, **identity)
+                server = build_server(
+                    log_level=log_level,
+                    default_project=default_project,
+                    api_key=raw_key,
+                    local=local,
+                )
                 start_up_settle()
                 server.run("stdio")
             else:
@@ -227,12 +236,19 @@ class Command(BaseCommand):
         finally:
             connections.close_all()
 
-    def _serve_back(self, back: socket.socket, identity: dict[str, Any], log_level: str) -> None:
+    def _serve_back(
+        self,
+        back: socket.socket,
+        log_level: str,
+        default_project: str | None,
+        api_key: str | None,
+        local: LocalIdentity | None,
+    ) -> None:
         """The back of a stdio server in two processes: the tools' modules, their manifest
         sent to the front, each call answered until the front closes the socket."""
         from memoryproject.mcp_calls import call_run, manifest, registry_build
 
-        registry = registry_build(**identity)
+        registry = registry_build(default_project=default_project, api_key=api_key, local=local)
         start_up_settle()
         back_serve(back, manifest(registry), partial(call_run, registry), log_level=log_level)
 
