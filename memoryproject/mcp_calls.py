@@ -179,7 +179,7 @@ class McpRegistry:
         self, uri: str, *, name: str, title: str, description: str, mime_type: str
     ) -> Callable[[Callable[[], str]], Callable[[], str]]:
         """Registers the decorated function as the resource at ``uri``: the text it answers,
-        run as ``resource_read`` runs a resource body."""
+        run with the call guard."""
 
         def register(read: Callable[[], str]) -> Callable[[], str]:
             self.resources[uri] = Resource(name, title, description, mime_type, read)
@@ -226,24 +226,6 @@ def _guarded(label: str, action: str, call: Callable[[], T]) -> T:
             ) from exc
 
 
-def resource_read(name: str, call: Callable[[], T]) -> T:
-    """Run one resource body with the call guard; errors become readable resource errors."""
-    return _guarded(f"MCP resource {name}", f"reading {name}", call)
-
-
-def prompt_render(name: str, call: Callable[[], T]) -> T:
-    """Run one prompt body; a domain error reaches the client as invalid params with its text,
-    anything else as an internal error (logged here)."""
-    with _db_call():
-        try:
-            return call()
-        except ApplicationError as exc:
-            raise CallFailed(exc.message, kind="invalid") from exc
-        except Exception:
-            logger.exception("MCP prompt %s failed", name)
-            raise
-
-
 def add_tool(
     registry: McpRegistry,
     operation: Operation[Any, O],
@@ -279,7 +261,7 @@ def add_prompt(
 ) -> Callable[[Callable[P, str]], Callable[P, str]]:
     """Registers the decorated function as the prompt ``name``: its parameters (each ``str``,
     described with ``Field(description=...)``) are the prompt's arguments and the text it
-    answers the one user message, run as ``prompt_render`` runs a prompt body."""
+    answers the one user message, run with the call guard."""
 
     def register(text: Callable[P, str]) -> Callable[P, str]:
         registry.prompts[name] = Prompt(title, description, text)
@@ -334,15 +316,14 @@ def call_run(registry: McpRegistry, request: dict[str, Any]) -> dict[str, Any]:
         if kind == "tool" and name in registry.tools:
             return _tool_answer(registry, registry.tools[name], arguments)
         if kind == "resource" and name in registry.resources:
-            return {"text": resource_read(name, registry.resources[name].read)}
+            read = registry.resources[name].read
+            return {"text": _guarded(f"MCP resource {name}", f"reading {name}", read)}
         if kind == "prompt" and name in registry.prompts:
-            text = registry.prompts[name].text
-            return {"text": prompt_render(name, functools.partial(text, **arguments))}
+            text = functools.partial(registry.prompts[name].text, **arguments)
+            return {"text": _guarded(f"MCP prompt {name}", f"prompt {name}", text)}
         return {"error": "unknown", "message": f"unknown {kind}: {name}"}
     except CallFailed as exc:
         return {"error": exc.kind, "message": exc.message}
-    except Exception as exc:  # a prompt's crash, logged by prompt_render
-        return {"error": "failed", "message": f"{type(exc).__name__}"}
     finally:
         _token.reset(token)
         _client_name.reset(client)

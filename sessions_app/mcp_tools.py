@@ -8,7 +8,7 @@ from `initialize`.
 
 from django.conf import settings
 
-from memoryproject.mcp_calls import WRITE, McpRegistry, ToolSpec, add_tools, resource_read
+from memoryproject.mcp_calls import WRITE, McpRegistry, ToolSpec, add_tools
 from sessions_app.contracts import LoadResult, PlanResult, SaveResult
 from sessions_app.operations import PLAN_CONTEXT, SESSION_LOAD, SESSION_SAVE
 from sessions_app.session_memory import session_load
@@ -101,8 +101,5 @@ def _register_latest(server: McpRegistry) -> None:
         mime_type="text/plain",
     )
     def sessions_latest() -> str:
-        data = resource_read(
-            "memory://sessions/latest",
-            lambda: session_load(project=server.project_for(None, "read"), caller=server.caller()),
-        )
+        data = session_load(project=server.project_for(None, "read"), caller=server.caller())
         return render_load(data)

@@ -38,7 +38,6 @@ from memoryproject.mcp_calls import (
     McpRegistry,
     ToolHints,
     add_tool,
-    resource_read,
 )
 from memoryproject.operations import Operation
 
@@ -273,7 +272,7 @@ def _add_resource(
     select: Callable[..., Output],
 ) -> None:
     def read() -> str:
-        answer = resource_read(uri, lambda: select(project=server.project_for(None, "read")))
+        answer = select(project=server.project_for(None, "read"))
         return json.dumps(answer.as_json(), indent=2, ensure_ascii=False)
 
     server.resource(
