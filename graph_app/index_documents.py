@@ -237,7 +237,7 @@ def episode_doc(row: dict[str, Any]) -> MemoryDoc:
         tail=tail,
         flags=flags,
     )
-    preview_warm(line[keep : len(line) - tail])
+    preview_warm(line, keep, tail, item.section)
     return MemoryDoc(
         key=f"episode:{row['id']}",
         kind="episode",

@@ -23,12 +23,17 @@ def sentence_terms(sentence: str) -> tuple[str, ...]:
     return tuple(tokenize(sentence))
 
 
-def preview_warm(body: str) -> None:
+def preview_warm(line: str, keep: int, tail: int, section: str) -> None:
     """Splits and counts an episode's sentences when it is indexed, so that building its
-    preview at compile time finds everything cached instead of paying for it per first query."""
-    parts = sentences(body)
+    preview at compile time finds everything cached instead of paying for it per first query;
+    so too the citation a preview starts with (``line[:keep]``, counted before a preview is
+    built) and the heading of the item's section."""
+    parts = sentences(line[keep : len(line) - tail])
     counted_tokens(" ".join(parts))
     for part in parts:
         sentence_terms(part)
         counted_tokens(part)
         counted_tokens(" " + part)
+    counted_tokens(line[:keep])
+    counted_tokens(f"## {section}")
+    counted_tokens(f"\n## {section}")

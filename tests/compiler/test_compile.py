@@ -6,10 +6,11 @@ import re
 
 import pytest
 
+from graph_app import text_cache
 from graph_app.compiler import context_compile
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_retract, fact_upsert
-from graph_app.index_cache import compiler_cache_clear
+from graph_app.index_cache import compiler_cache_clear, project_index
 from memoryproject.errors import ApplicationError
 from memoryproject.timeutil import utcnow
 from memoryproject.tokens import count_tokens
@@ -368,6 +369,38 @@ def test_lower_ranked_long_episodes_come_as_cited_previews(default_project):
         assert "timed out calling payment_gateway" in line  # the best-matching sentence
         assert "…" in line
         assert item["id"] in ids
+
+
+def test_previews_count_no_citation_or_heading_at_compile_time(default_project, monkeypatch):
+    """What an episode's preview is built from, its citation and its section's heading
+    included, is counted when the episode is indexed: a compile tokenizes only the passages
+    it chooses."""
+    filler = "We also talked about the weather, the traffic and lunch plans for the week. " * 3
+    for i in range(12):
+        episode_record(
+            project=default_project,
+            title=f"Checkout incident {i}",
+            category="incident",
+            content=f"{filler}The checkout_service timed out calling payment_gateway {i}. "
+            + filler,
+        )
+    entry = project_index(default_project)
+    with entry.lock:
+        entry.refresh(default_project)  # indexed, never compiled
+    counted: list[str] = []
+
+    def counting(text: str) -> int:
+        counted.append(text)
+        return count_tokens(text)
+
+    monkeypatch.setattr(text_cache, "count_tokens", counting)
+    result = context_compile(
+        project=default_project, query="checkout payment_gateway timeout", max_tokens=600
+    )
+    assert any(item["truncated"] for item in result["items"])  # previews were built
+    heads = [text for text in counted if text.rstrip().endswith(("|", "»"))]
+    headings = [text for text in counted if text.lstrip("\n").startswith("## ")]
+    assert not heads and not headings, counted
 
 
 def test_a_date_in_the_query_finds_what_occurred_that_day(default_project):
