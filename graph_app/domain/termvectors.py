@@ -24,6 +24,9 @@ import numpy as np
 
 # The table shipped with the product (made by ``manage.py distill_term_vectors``).
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "term_vectors.npz"
+# Beside a table ``X.npz``: ``X.neighbours.npz``, each term's neighbours above ``FLOOR``,
+# computed from the table when it is saved (``neighbours_save``), so that no process computes
+# them again; a table without it (or with one made for other vectors) computes them per term.
 # Neighbours are looked up among the table's terms above this similarity, then filtered to the
 # terms a corpus holds; a query's call asks for as high or higher (``RankParams.related_min``).
 FLOOR = 0.4
@@ -48,10 +51,32 @@ class CorpusRows:
     )
 
 
+def neighbours_path(path: Path | str) -> Path:
+    """Where the neighbours of the table at ``path`` are kept."""
+    path = Path(path)
+    return path.with_name(path.stem + ".neighbours.npz")
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Every term's ``_nearest`` at once: term ``i``'s rows and similarities are
+    ``rows[offsets[i]:offsets[i + 1]]`` and ``sims[...]``, nearest first."""
+
+    offsets: np.ndarray
+    rows: np.ndarray
+    sims: np.ndarray
+
+    def of(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        start, end = int(self.offsets[row]), int(self.offsets[row + 1])
+        return self.rows[start:end], self.sims[start:end]
+
+
 class TermVectors:
     """Unit vectors by index term, and each term's nearest terms by cosine similarity."""
 
-    def __init__(self, terms: list[str], vectors: np.ndarray) -> None:
+    def __init__(
+        self, terms: list[str], vectors: np.ndarray, kept: Neighbours | None = None
+    ) -> None:
         if vectors.ndim != 2 or vectors.shape[0] != len(terms):
             raise ValueError("vectors: one row per term expected")
         if any(a >= b for a, b in pairwise(terms)):
@@ -59,17 +84,43 @@ class TermVectors:
         self.terms = terms
         self.row = {term: i for i, term in enumerate(terms)}
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        #: Every term's neighbours, read from beside the table file (None: computed per term).
+        self.kept = kept
         self._near: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @classmethod
     def load(cls, path: Path | str) -> TermVectors:
+        """The table at ``path``, with the neighbours kept beside it when they were computed
+        from these vectors."""
         with np.load(path) as data:
-            return cls([str(t) for t in data["terms"]], data["vectors"])
+            table = cls([str(t) for t in data["terms"]], data["vectors"])
+        kept = neighbours_path(path)
+        if kept.exists():
+            with np.load(kept) as data:
+                neighbours = Neighbours(data["offsets"], data["rows"], data["sims"])
+            if table._made_here(neighbours):
+                table.kept = neighbours
+        return table
+
+    def _made_here(self, neighbours: Neighbours) -> bool:
+        """Whether ``neighbours`` were made from these vectors: one list per term, and a few
+        terms' lists (first, last and two between) exactly what ``_nearest`` computes."""
+        n = len(self)
+        if len(neighbours.offsets) != n + 1:
+            return False
+        for row in sorted({0, n // 3, 2 * n // 3, n - 1}) if n else ():
+            rows, sims = self._nearest_row(row)
+            kept_rows, kept_sims = neighbours.of(row)
+            if not (np.array_equal(rows, kept_rows) and np.array_equal(sims, kept_sims)):
+                return False
+        return True
 
     def save(self, path: Path | str) -> None:
+        """Writes the table at ``path`` and its neighbours beside it."""
         np.savez_compressed(
             path, terms=np.array(self.terms), vectors=self.vectors.astype(np.float16)
         )
+        neighbours_save(TermVectors.load(path), neighbours_path(path))
 
     def __contains__(self, term: str) -> bool:
         return term in self.row
@@ -92,21 +143,23 @@ class TermVectors:
         """(rows, similarities) of the table's terms above the floor similarity to ``term``,
         nearest first (ties by term), without the term itself; computed once per term and kept
         as arrays (a few bytes a neighbour, whatever a long-lived process is asked)."""
+        row = self.row.get(term)
+        if row is not None and self.kept is not None:
+            return self.kept.of(row)
         cached = self._near.get(term)
         if cached is None:
-            row = self.row.get(term)
-            if row is None:
-                cached = _NONE
-            else:
-                sims = _similarities(self.vectors, self.vectors[row])
-                sims[row] = -1.0  # not its own neighbour
-                hit = np.flatnonzero(sims >= FLOOR)
-                # Rows are in term order (the constructor checks it): a stable sort by
-                # similarity breaks ties by term.
-                hit = hit[np.argsort(-sims[hit], kind="stable")]
-                cached = (hit.astype(np.int32), sims[hit])
+            cached = _NONE if row is None else self._nearest_row(row)
             self._near[term] = cached
         return cached
+
+    def _nearest_row(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        sims = _similarities(self.vectors, self.vectors[row])
+        sims[row] = -1.0  # not its own neighbour
+        hit = np.flatnonzero(sims >= FLOOR)
+        # Rows are in term order (the constructor checks it): a stable sort by similarity
+        # breaks ties by term.
+        hit = hit[np.argsort(-sims[hit], kind="stable")]
+        return hit.astype(np.int32), sims[hit]
 
     def corpus_rows(self, terms: Iterable[str]) -> CorpusRows:
         """The rows of the table's terms among ``terms``, to look neighbours up among them."""
@@ -114,16 +167,20 @@ class TermVectors:
         return CorpusRows(rows, np.ascontiguousarray(self.vectors[rows]))
 
     def _nearest_among(self, term: str, among: CorpusRows) -> tuple[np.ndarray, np.ndarray]:
-        """``_nearest(term)`` restricted to ``among``'s rows: from its cache when the term was
-        looked up in the whole table before, else computed over those rows alone (a corpus
-        holds a fraction of the table's terms); kept with ``among``, which queries reuse."""
+        """``_nearest(term)`` restricted to ``among``'s rows: from the kept neighbours, or its
+        cache when the term was looked up in the whole table before, else computed over those
+        rows alone (a corpus holds a fraction of the table's terms); kept with ``among``, which
+        queries reuse."""
         found = among.near.get(term)
         if found is not None:
             return found
-        cached = self._near.get(term)
         row = self.row.get(term)
+        cached = self._near.get(term)
+        if row is not None and self.kept is not None:
+            cached = self.kept.of(row)
         if cached is not None:
-            keep = np.isin(cached[0], among.rows)
+            at = np.searchsorted(among.rows, cached[0]).clip(max=max(len(among.rows) - 1, 0))
+            keep = among.rows[at] == cached[0] if len(among.rows) else np.zeros(0, dtype=bool)
             found = cached[0][keep], cached[1][keep]
         elif row is None:
             found = _NONE
@@ -170,6 +227,23 @@ class TermVectors:
             if known(other) and not exclude(other):
                 out.append((other, sim))
         return out
+
+
+def neighbours_save(table: TermVectors, path: Path | str) -> None:
+    """Writes every term's neighbours above ``FLOOR`` in ``table`` (as ``_nearest`` finds
+    them, the same floats) to ``path``, uncompressed: a process reads them in a few ms."""
+    offsets, rows, sims = [0], [], []
+    for row in range(len(table)):
+        near_rows, near_sims = table._nearest_row(row)
+        rows.append(near_rows)
+        sims.append(near_sims)
+        offsets.append(offsets[-1] + len(near_rows))
+    np.savez(
+        path,
+        offsets=np.array(offsets, dtype=np.int64),
+        rows=np.concatenate(rows) if rows else np.zeros(0, dtype=np.int32),
+        sims=np.concatenate(sims) if sims else np.zeros(0, dtype=np.float32),
+    )
 
 
 @lru_cache(maxsize=4)
