@@ -29,6 +29,7 @@ import itertools
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -49,7 +50,11 @@ BACK_ENDED = "the server's worker process ended; restart the MCP server"
 
 def split_wanted(args: list[str]) -> bool:
     """Whether ``manage.py mcp_serve`` with ``args`` serves stdio in two processes: not over
-    streamable HTTP, not with ``--one-process``, not to print its help or version."""
+    streamable HTTP, not with ``--one-process``, not to print its help or version, not where
+    a process cannot fork. (An abbreviated option the command reads as another transport is
+    served by the back, the front passing signals on to it.)"""
+    if not hasattr(os, "fork"):
+        return False
     if any(arg in ("-h", "--help", "--version", "--one-process") for arg in args):
         return False
     for index, arg in enumerate(args):
@@ -61,9 +66,20 @@ def split_wanted(args: list[str]) -> bool:
 
 
 def back_socket() -> socket.socket | None:
-    """In the back: its end of the socket to the front (None in a process started otherwise)."""
+    """In the back: its end of the socket to the front (None in a process started otherwise,
+    or when the variable names no socket). Read once: a process the back starts (a snapshot
+    writer) never sees it."""
     raw = os.environ.pop(BACK_FD_ENV, "")
-    return socket.socket(fileno=int(raw)) if raw.isdigit() else None
+    if not raw.isdigit():
+        return None
+    try:
+        sock = socket.socket(fileno=int(raw))
+    except OSError:
+        return None
+    if sock.type != socket.SOCK_STREAM or sock.family != socket.AF_UNIX:
+        sock.detach()
+        return None
+    return sock
 
 
 class _Lines:
@@ -152,6 +168,15 @@ class Remote:
 
 
 def _back_status(pid: int) -> int:
+    """The back's exit status, once it has ended; a signal the front gets meanwhile (the
+    client stopping the server) is passed on to it."""
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, forward)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
 
@@ -198,4 +223,8 @@ def front_fork() -> None:
         os.dup2(2, 1)
         return
     back.close()
-    sys.exit(front_run(front, pid))
+    status = front_run(front, pid)
+    if status < 0:  # the back ended by a signal: so does the front, as one process would
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    sys.exit(status)

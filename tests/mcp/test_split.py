@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,9 +21,9 @@ from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp_types import CallToolResult
 
 from memoryproject.mcp_calls import manifest, registry_build
-from memoryproject.mcp_split import BACK_ENDED
+from memoryproject.mcp_split import BACK_ENDED, split_wanted
 
-from .conftest import INITIALIZE, REPO, server_env
+from .conftest import INITIALIZE, REPO, free_port, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -140,3 +141,57 @@ def test_a_dead_back_ends_the_front_with_an_error(mcp_db, tmp_path):
     os.kill(back, signal.SIGKILL)
     assert process.wait(timeout=20) == 1
     assert BACK_ENDED in (tmp_path / "stderr.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "split"),
+    [
+        ([], True),
+        (["--scope", "write"], True),
+        (["--transport", "stdio"], True),
+        (["--transport=stdio"], True),
+        (["--transport", "streamable-http"], False),
+        (["--transport=streamable-http"], False),
+        (["--one-process", "--scope", "write"], False),
+        (["--help"], False),
+    ],
+)
+def test_which_commands_start_two_processes(args, split):
+    assert split_wanted(args) is split
+
+
+def test_an_abbreviated_transport_is_served_by_the_back_and_stopped_through_the_front(
+    mcp_db, tmp_path
+):
+    """``--trans streamable-http`` reads as another transport only once the command parses
+    it, in the back: the back serves HTTP, and the front, which the caller holds, passes a
+    stop on to it."""
+    port = free_port()
+    port_args = ("--port", str(port))
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp_serve", "--trans", "streamable-http", *port_args],
+        cwd=REPO,
+        env={**server_env(), "PATH": "/usr/bin:/bin"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "stderr.log").open("w"),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, (tmp_path / "stderr.log").read_text()
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "the back never listened"
+                time.sleep(0.1)
+        backs = _children(process.pid)
+        assert len(backs) == 1
+        process.terminate()
+        # As one process serving HTTP ends: uvicorn stops, then ends by the signal it got.
+        assert process.wait(timeout=20) in (0, -signal.SIGTERM)
+        assert _gone(backs[0]), "the back kept serving after the front was stopped"
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -192,6 +192,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        back = back_socket()  # in the back of a stdio server in two processes (mcp_split)
         transport = options["transport"]
         port = options["port"]
         if not 0 < port < 65536:
@@ -208,7 +209,6 @@ class Command(BaseCommand):
         )
         for name in ("memoryproject", "mcp"):
             logging.getLogger(name).setLevel(log_level)
-        back = back_socket()  # in the back of a stdio server in two processes (mcp_split)
         try:
             if transport == "stdio":
                 raw_key, local, default_project, projects = self._stdio_identity(options)
