@@ -91,7 +91,8 @@ class _Lines:
         self.lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        # ASCII: any text the client sent (a lone surrogate included) crosses as it came.
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
         with self.lock:
             self.sock.sendall(data)
 
@@ -120,8 +121,13 @@ def back_serve(
         except Exception as exc:  # answer guards its calls; this is the last resort
             logger.exception("MCP call failed")
             reply = {"error": "failed", "message": type(exc).__name__}
-        with contextlib.suppress(OSError):  # the front has gone: nobody waits for it
+        try:
             lines.send({"id": call_id, **reply})
+        except OSError:
+            return  # the front has gone: nobody waits for this answer
+        except (TypeError, ValueError):  # not JSON: the call still gets an answer
+            logger.exception("MCP call answered with what JSON cannot carry")
+            lines.send({"id": call_id, "error": "failed", "message": "unsendable answer"})
 
     with ThreadPoolExecutor(max_workers=BACK_THREADS, thread_name_prefix="mcp-call") as pool:
         try:
@@ -162,7 +168,12 @@ class Remote:
         with self.lock:
             call_id = next(self.ids)
             self.waiting[call_id] = (event, box)
-        self.lines.send({"id": call_id, **request})
+        try:
+            self.lines.send({"id": call_id, **request})
+        except BaseException:
+            with self.lock:
+                self.waiting.pop(call_id, None)
+            raise
         event.wait()
         return box[0]
 
