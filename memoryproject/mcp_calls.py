@@ -52,14 +52,13 @@ from memoryproject.projects import Identity, LocalIdentity, project_resolve
 
 logger = logging.getLogger("memoryproject.mcp")
 
-UNKNOWN_CLIENT = "mcp-client"
-
 T = TypeVar("T")
 P = ParamSpec("P")
 O = TypeVar("O", bound=Output)  # noqa: E741
 
-# The call being run: the client's name from `initialize` and, over HTTP, the request's key.
-_client_name: ContextVar[str] = ContextVar("memoryproject_mcp_client", default=UNKNOWN_CLIENT)
+# The call being run: the client's name from `initialize` (as the SDK side names it, see
+# memoryproject.mcp_server) and, over HTTP, the request's key.
+_client_name: ContextVar[str] = ContextVar("memoryproject_mcp_call_client")
 _token: ContextVar[str | None] = ContextVar("memoryproject_mcp_token", default=None)
 
 
@@ -308,7 +307,7 @@ def call_run(registry: McpRegistry, request: dict[str, Any]) -> dict[str, Any]:
     ``arguments``, the ``client``'s ``initialize`` name and, over HTTP, the request's bearer
     ``token``. The answer is ``{"text": ...}`` (a tool's also with ``structured``), or
     ``{"error": "invalid" | "failed" | "unknown", "message": ...}``."""
-    client = _client_name.set(str(request.get("client") or UNKNOWN_CLIENT))
+    client = _client_name.set(str(request["client"]))
     token = _token.set(request.get("token") or None)
     try:
         kind, name = request.get("kind"), str(request.get("name"))
