@@ -342,19 +342,23 @@ def test_external_ids_that_could_mislead_are_not_cited(default_project, external
     assert result["items"][0]["citation"] == f"[ADR:{episode['id']}]"
 
 
-def test_lower_ranked_long_episodes_come_as_cited_previews(default_project):
+def _checkout_incidents(project) -> list[str]:
+    """Twelve long incidents, each with one sentence about a checkout timeout: ids."""
     filler = "We also talked about the weather, the traffic and lunch plans for the week. " * 3
-    ids = []
-    for i in range(12):
-        ids.append(
-            episode_record(
-                project=default_project,
-                title=f"Checkout incident {i}",
-                category="incident",
-                content=f"{filler}The checkout_service timed out calling payment_gateway {i}. "
-                + filler,
-            )["id"]
-        )
+    return [
+        episode_record(
+            project=project,
+            title=f"Checkout incident {i}",
+            category="incident",
+            content=f"{filler}The checkout_service timed out calling payment_gateway {i}. "
+            + filler,
+        )["id"]
+        for i in range(12)
+    ]
+
+
+def test_lower_ranked_long_episodes_come_as_cited_previews(default_project):
+    ids = _checkout_incidents(default_project)
     result = context_compile(
         project=default_project, query="checkout payment_gateway timeout", max_tokens=600
     )
@@ -375,15 +379,7 @@ def test_previews_count_no_citation_or_heading_at_compile_time(default_project, 
     """What an episode's preview is built from, its citation and its section's heading
     included, is counted when the episode is indexed: a compile tokenizes only the passages
     it chooses."""
-    filler = "We also talked about the weather, the traffic and lunch plans for the week. " * 3
-    for i in range(12):
-        episode_record(
-            project=default_project,
-            title=f"Checkout incident {i}",
-            category="incident",
-            content=f"{filler}The checkout_service timed out calling payment_gateway {i}. "
-            + filler,
-        )
+    _checkout_incidents(default_project)
     entry = project_index(default_project)
     with entry.lock:
         entry.refresh(default_project)  # indexed, never compiled
