@@ -88,9 +88,10 @@ class MemoryServer(MCPServer):
 
     def __init__(self, *, executor: Executor, **kwargs: Any) -> None:
         # The SDK makes a log handler with ``rich`` when it is installed (a development
-        # dependency here), which ``logging.basicConfig`` then drops: Django's LOGGING has
-        # given the root logger its handler already. Refused, ``rich`` (13 to 22 ms of a
-        # start) is not loaded for nothing, as in a deployment without it.
+        # dependency here): in one process ``logging.basicConfig`` then drops it (Django's
+        # LOGGING has given the root logger its handler already), and the front of a stdio
+        # server logs plain lines on stderr as a deployment without ``rich`` does. Refused, it
+        # is not loaded for nothing (13 to 22 ms of a start).
         with imports_refused("rich"):
             super().__init__(**kwargs)
         self.executor = executor

@@ -120,6 +120,8 @@ class TermVectors:
         np.savez_compressed(
             path, terms=np.array(self.terms), vectors=self.vectors.astype(np.float16)
         )
+        # From the vectors as every process reads them (float16 in the file), so that the
+        # neighbours kept are the very floats ``_nearest`` computes after a load.
         neighbours_save(TermVectors.load(path), neighbours_path(path))
 
     def __contains__(self, term: str) -> bool:
