@@ -228,31 +228,33 @@ def index_restore(
     index._places = SlotList(n, docs.place, cache=n)
     salience = arrays["doc.salience"]
 
-    def items(runs: _StoredRuns) -> Callable[[int, int], dict[str, Any]]:
+    def items(runs: _StoredRuns) -> StoredTable[Any]:
         # One (slot, salience) per document, as ``upsert`` links it.
+        def values(start: int, end: int) -> list[Any]:
+            slots = runs.slots[start:end]
+            return list(zip(slots.tolist(), salience[slots].tolist(), strict=True))
+
         def made(start: int, end: int) -> dict[str, Any]:
-            slots = runs.slots[start:end].tolist()
-            values = salience[runs.slots[start:end]].tolist()
-            return {docs.keys[s]: (s, v) for s, v in zip(slots, values, strict=True)}
+            return {docs.keys[value[0]]: value for value in values(start, end)}
 
-        return made
+        return StoredTable(runs.nodes, runs.ends, made, values)
 
-    def edges(name: str, runs: _StoredRuns) -> Callable[[int, int], dict[str, Any]]:
+    def edges(name: str, runs: _StoredRuns) -> StoredTable[Any]:
         others = strings.check(_beside(arrays, f"{name}.other", runs), name, none=False)
 
-        def made(start: int, end: int) -> dict[str, Any]:
-            slots = runs.slots[start:end].tolist()
+        def values(start: int, end: int) -> list[Any]:
             names = strings.many(others[start:end].tolist())
-            return {docs.keys[s]: (o, s) for s, o in zip(slots, names, strict=True)}
+            return list(zip(names, runs.slots[start:end].tolist(), strict=True))
 
-        return made
+        def made(start: int, end: int) -> dict[str, Any]:
+            return {docs.keys[value[1]]: value for value in values(start, end)}
+
+        return StoredTable(runs.nodes, runs.ends, made, values)
 
     for name in ("items_of", "mentioned_by"):
-        runs = _table_read(strings, arrays, name, n)
-        setattr(index, f"_{name}", StoredTable(runs.nodes, runs.ends, items(runs)))
+        setattr(index, f"_{name}", items(_table_read(strings, arrays, name, n)))
     for name in ("edges_of", "refs", "out_refs"):
-        runs = _table_read(strings, arrays, name, n)
-        setattr(index, f"_{name}", StoredTable(runs.nodes, runs.ends, edges(name, runs)))
+        setattr(index, f"_{name}", edges(name, _table_read(strings, arrays, name, n)))
     streams = _table_read(strings, arrays, "streams", n)
     positions = _beside(arrays, "streams.position", streams)
 

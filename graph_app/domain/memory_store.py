@@ -19,7 +19,7 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.dense_column import DenseColumn
 from graph_app.domain.memory_doc import INF, MemoryDoc
 from graph_app.domain.ranked_payloads import RankedPayloads, TakenPayloads
-from graph_app.domain.stored_columns import SlotList, Slots
+from graph_app.domain.stored_columns import SlotList, Slots, entries, holds
 from graph_app.domain.termvectors import CorpusRows
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, digest_prefix, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
@@ -302,17 +302,17 @@ class MemoryStore:
     def is_entity(self, node: str) -> bool:
         """Whether ``node`` (lower-cased) is an entity of the graph: the subject of a fact, an
         end of an edge or an entity an episode lists."""
-        return bool(self._items_of.get(node) or self._edges_of.get(node))
+        return holds(self._items_of, node) or holds(self._edges_of, node)
 
     def _neighbours(self, node: str, visible: bytes) -> list[str]:
         """The entities one visible edge away from ``node``, both directions: linked edges, and
         facts whose object value names an entity (either end). ``visible``: one byte per slot."""
-        out = [other for other, slot in self._edges_of.get(node, {}).values() if visible[slot]]
-        out.extend(subject for subject, slot in self._refs.get(node, {}).values() if visible[slot])
+        out = [other for other, slot in entries(self._edges_of, node) if visible[slot]]
+        out.extend(subject for subject, slot in entries(self._refs, node) if visible[slot])
         out.extend(
             ref
-            for ref, slot in self._out_refs.get(node, {}).values()
-            if self.is_entity(ref) and visible[slot]
+            for ref, slot in entries(self._out_refs, node)
+            if visible[slot] and self.is_entity(ref)
         )
         return out
 
@@ -351,11 +351,12 @@ class MemoryStore:
     def _items_about(self, node: str) -> Iterable[tuple[int, float]]:
         """The items about an entity as (slot, salience): facts of which it is the subject,
         episodes that list it or name it."""
-        items = self._items_of.get(node, {})
-        mentioned = self._mentioned_by.get(node)
-        if not mentioned:
-            return items.values()
-        return {**mentioned, **items}.values()
+        items = entries(self._items_of, node)
+        if not holds(self._mentioned_by, node):
+            return items
+        # One entry per item (a document has one (slot, salience) in every table), in the
+        # order of a merge of the two dicts: the mentions first.
+        return dict.fromkeys([*entries(self._mentioned_by, node), *items])
 
     # -- visibility ----------------------------------------------------------------------
 

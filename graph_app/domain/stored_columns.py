@@ -19,7 +19,7 @@ code reads and updates both alike. Pure Python + numpy: no Django import.
 from __future__ import annotations
 
 from codecs import utf_8_decode
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from functools import lru_cache
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -76,21 +76,29 @@ class StoredStrings:
         return found
 
     def many(self, numbers: Iterable[int]) -> list[str | None]:
-        """The strings numbered ``numbers`` (-1: None), their places looked up at once."""
-        at = np.fromiter(numbers, dtype=np.int64)
-        if not len(at):
-            return []
+        """The strings numbered ``numbers`` (-1: None), their places looked up at once; the
+        short ones kept once decoded are not read again."""
+        listed = numbers if isinstance(numbers, list) else list(numbers)
+        found: list[str | None] = list(map(self._kept.get, listed))
+        missing = [place for place, value in enumerate(found) if value is None]
+        if not missing:
+            return found
+        at = np.asarray(listed, dtype=np.int64)[missing]
         if not len(self._ends):  # no strings: every number asked for is -1 (None)
-            return [None] * len(at)
+            return found
         ends = self._ends[at]
         starts = np.where(at > 0, self._ends[np.maximum(at, 1) - 1], 0)
         wanted = np.flatnonzero(at >= 0)
-        if len(wanted) == len(at):
-            return cast(list[str | None], _read_near(self._text, starts, ends))
-        found: list[str | None] = [None] * len(at)
         read = _read_near(self._text, starts[wanted], ends[wanted])
-        for place, value in zip(wanted.tolist(), read, strict=True):
-            found[place] = value
+        short = (ends[wanted] - starts[wanted] <= _KEPT_BYTES).tolist()
+        kept = self._kept
+        numbers_read = at[wanted].tolist()
+        for place, value, number, keep in zip(
+            wanted.tolist(), read, numbers_read, short, strict=True
+        ):
+            found[missing[place]] = value
+            if keep:
+                kept[number] = value
         return found
 
     def span(self, first: int, count: int) -> list[str]:
@@ -115,6 +123,23 @@ class StoredStrings:
         ):
             raise ValueError(f"{name}: a string number past the table")
         return column
+
+
+def holds(table: Mapping[str, Mapping[Any, Any]], node: str) -> bool:
+    """Whether ``table`` (a dict or a ``StoredTable``) has an entry for ``node``, without making
+    a stored node's dict."""
+    if isinstance(table, StoredTable):
+        return table.holds(node)
+    return bool(table.get(node))
+
+
+def entries(table: Mapping[str, Mapping[Any, V]], node: str) -> Iterable[V]:
+    """The values of ``table[node]`` (none when absent): a ``StoredTable``'s without making a
+    stored node's dict."""
+    if isinstance(table, StoredTable):
+        return cast(Iterable[V], table.entries(node))
+    found = table.get(node)
+    return found.values() if found else ()
 
 
 def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[str]:
@@ -257,10 +282,13 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
         nodes: list[str],
         ends: list[int],
         rows: Callable[[int, int], dict[Any, V]],
+        values: Callable[[int, int], list[V]] | None = None,
     ) -> None:
         self._run = {node: i for i, node in enumerate(nodes)}
         self._ends = ends
         self._rows = rows
+        # A run's values alone, in its dict's order (what ranking reads), made without the dict.
+        self._values = values
         self._made: dict[str, dict[Any, V]] = {}
 
     def _make(self, node: str) -> dict[Any, V] | None:
@@ -278,6 +306,30 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
         if made is None:
             raise KeyError(node)
         return made
+
+    def holds(self, node: str) -> bool:
+        """Whether ``node`` has an entry, answered from its run's length while its dict is not
+        made (``is_entity`` asks it of every entity a fact's value names)."""
+        made = self._made.get(node)
+        if made is not None:
+            return bool(made)
+        run = self._run.get(node)
+        if run is None:
+            return False
+        return self._ends[run] > (self._ends[run - 1] if run else 0)
+
+    def entries(self, node: str) -> Iterable[V]:
+        """The values of ``node``'s dict, in its order (none for a node not in the table): a
+        stored run's read from the columns without making the dict, which only a change needs."""
+        made = self._made.get(node)
+        if made is not None:
+            return made.values()
+        run = self._run.get(node)
+        if run is None:
+            return ()
+        if self._values is None:
+            return cast(dict[Any, V], self._make(node)).values()
+        return self._values(self._ends[run - 1] if run else 0, self._ends[run])
 
     def get(self, node: str, default: Any = None) -> Any:
         # Mapping.get's answer without its KeyError round trip: ranking asks for many nodes,

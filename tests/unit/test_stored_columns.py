@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from graph_app.domain.index_columns import StringTable
 from graph_app.domain.postings import Postings
-from graph_app.domain.stored_columns import Runs, SlotList, StoredStrings, StoredTable
+from graph_app.domain.stored_columns import (
+    Runs,
+    SlotList,
+    StoredStrings,
+    StoredTable,
+    entries,
+    holds,
+)
 
 TEXTS = ["fact:1", "", "naïve café", "\ud800 lone surrogate", "nul\x00inside", "日本語", "fact:1x"]
 
@@ -87,11 +94,23 @@ def test_strings_near_one_another_are_read_in_one_piece_and_far_ones_apart():
         "beta",
     ]
     assert len(reader.reads) == 1
-    reader.reads.clear()
+    strings, ids, reader = _read_by_position(["alpha", "beta", "gamma", far, "delta"])
     assert strings.many([int(ids[0]), int(ids[4])]) == ["alpha", "delta"]
     assert len(reader.reads) == 2 and all(stop - start < 100 for start, stop in reader.reads)
     reader.reads.clear()
     assert strings.many([-1, -1]) == [None, None] and reader.reads == []
+
+
+def test_short_strings_once_read_are_not_read_again_and_long_ones_are():
+    long = "y" * 100  # longer than the strings kept once decoded
+    strings, ids, reader = _read_by_position(["alpha", long, "beta"])
+    assert strings.many([int(ids[0]), int(ids[1])]) == ["alpha", long]
+    reader.reads.clear()
+    assert strings.many([int(ids[0]), -1, int(ids[0])]) == ["alpha", None, "alpha"]
+    assert reader.reads == []
+    assert strings.many([int(ids[1]), int(ids[0]), int(ids[2])]) == [long, "alpha", "beta"]
+    assert len(reader.reads) == 1
+    assert strings[int(ids[2])] == "beta" and len(reader.reads) == 1
 
 
 def test_a_reader_that_does_not_hold_the_text_is_refused():
@@ -178,6 +197,33 @@ def test_a_stored_table_makes_each_node_once_and_changes_it_in_place():
     del table["b"]
     assert list(table) == ["a", "c"]
     assert table.get("b") is None and table.get("b", {}) == {} and table.get("c") == {"k4": 4}
+
+
+def test_a_stored_tables_entries_and_holds_answer_as_its_dicts_do_without_making_them():
+    runs = {"a": {"k1": 1}, "b": {"k2": 2, "k3": 3}, "e": {}}
+    made: list[tuple[int, int]] = []
+
+    def rows(start: int, end: int) -> dict[str, int]:
+        made.append((start, end))
+        return dict(runs[{0: "a", 1: "b", 3: "e"}[start]])
+
+    def values(start: int, end: int) -> list[int]:
+        return list(runs[{0: "a", 1: "b", 3: "e"}[start]].values())
+
+    table: StoredTable[int] = StoredTable(["a", "b", "e"], [1, 3, 3], rows, values)
+    plain = {node: dict(run) for node, run in runs.items()}
+    for node in ("a", "b", "e", "missing"):
+        assert list(entries(table, node)) == list(entries(plain, node))
+        assert holds(table, node) is holds(plain, node)
+    assert made == [] and holds(table, "b") and not holds(table, "e")
+    for each in (table, plain):  # changed in place: the dict made is the one read from then on
+        each["b"].pop("k2")
+        each.setdefault("e", {})["k5"] = 5
+        each["a"].pop("k1")
+    for node in ("a", "b", "e"):
+        assert list(entries(table, node)) == list(entries(plain, node))
+        assert holds(table, node) is holds(plain, node)
+    assert not holds(table, "a") and holds(table, "e")
 
 
 def test_stored_postings_read_in_place_then_change_like_dicts():
