@@ -157,6 +157,10 @@ class _StoredFactFields(Sequence[Any]):
         return repr(self._made())
 
 
+#: Items a restored index keeps once made (about 1.5 KiB each): the ones requests reach again.
+ITEMS_KEPT = 4096
+
+
 class _StoredItems:
     """The items' columns, checked, and each slot's ``IndexItem`` made from them on demand."""
 
@@ -181,6 +185,7 @@ class _StoredItems:
         }
         if any(len(column) != facts for column in self._facts.values()):
             raise ValueError("items: fact fields not one set per fact")
+        self._kept: dict[int, IndexItem] = {}
 
     def fact_fields(self, row: int) -> tuple[Any, ...]:
         """The fact fields of the fact at ``row`` of the facts' columns."""
@@ -199,7 +204,23 @@ class _StoredItems:
         ]
 
     def items(self, slots: Sequence[int]) -> list[object]:
-        """The items at ``slots``, their columns read at once."""
+        """The items at ``slots``: the ones kept since they were last made, the others made from
+        their columns at once (and kept, up to ``ITEMS_KEPT``: the stored columns never change)."""
+        kept = self._kept
+        found: list[object | None] = list(map(kept.get, slots))
+        missing = [place for place, item in enumerate(found) if item is None]
+        if missing:
+            wanted = [slots[place] for place in missing]
+            if len(kept) + len(wanted) > ITEMS_KEPT:
+                kept.clear()
+            for place, slot, item in zip(missing, wanted, self._made(wanted), strict=True):
+                found[place] = item
+                if len(kept) < ITEMS_KEPT:
+                    kept[slot] = item
+        return cast(list[object], found)
+
+    def _made(self, slots: Sequence[int]) -> list[IndexItem]:
+        """The items at ``slots`` made from their columns, read at once."""
         at = np.asarray(slots, dtype=np.int64)
         strings = self._strings
         # Each item's own strings asked for together, item by item: stored one after the other,

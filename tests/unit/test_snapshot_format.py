@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from graph_app.domain.index_columns import index_columns, index_restore
+from graph_app.domain import index_items
 from graph_app.domain.index_items import ITEM_COLUMNS, IndexItem
 from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex
@@ -174,6 +175,20 @@ def test_a_restored_index_holds_every_attribute_of_the_one_written(index):
     assert [d and d.payload for d in restored._slot_docs] == [
         d and d.payload for d in index._slot_docs
     ]
+
+
+@pytest.mark.parametrize("kept", [4096, 2])
+def test_a_restored_index_keeps_the_items_it_made_and_they_stay_the_ones_written(
+    index, kept, monkeypatch
+):
+    monkeypatch.setattr(index_items, "ITEMS_KEPT", kept)
+    restored = _restored(index)
+    slots = list(range(index.bm25.n_slots))
+    written = [index._slot_docs[s].payload for s in slots]
+    first = restored._stored_payloads(slots)
+    again = restored._stored_payloads(slots[::-1])[::-1]
+    assert first == again == written
+    assert all(a is b for a, b in zip(first, again, strict=True)) is (kept >= len(slots))
 
 
 @pytest.mark.parametrize(
