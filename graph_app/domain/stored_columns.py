@@ -21,6 +21,7 @@ from __future__ import annotations
 from codecs import utf_8_decode
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
@@ -33,6 +34,8 @@ V = TypeVar("V")
 _KEPT_BYTES = 32
 # Strings read through a reader less than this many bytes apart are read in one piece.
 _GAP_BYTES = 1 << 12
+# Up to this many strings asked for at once are placed in Python, more with numpy.
+_FEW = 16
 
 
 class Text(Protocol):
@@ -83,21 +86,25 @@ class StoredStrings:
         missing = [place for place, value in enumerate(found) if value is None]
         if not missing:
             return found
-        at = np.asarray(listed, dtype=np.int64)[missing]
-        if not len(self._ends):  # no strings: every number asked for is -1 (None)
+        places = [place for place in missing if listed[place] >= 0]
+        if not places:  # only -1s (None), the only numbers a table without strings may hold
             return found
-        ends = self._ends[at]
-        starts = np.where(at > 0, self._ends[np.maximum(at, 1) - 1], 0)
-        wanted = np.flatnonzero(at >= 0)
-        read = _read_near(self._text, starts[wanted], ends[wanted])
-        short = (ends[wanted] - starts[wanted] <= _KEPT_BYTES).tolist()
+        numbers = [listed[place] for place in places]
+        if len(numbers) <= _FEW:
+            bounds = self._ends
+            ends = [int(bounds[n]) for n in numbers]
+            starts = [int(bounds[n - 1]) if n else 0 for n in numbers]
+        else:
+            at = np.asarray(numbers, dtype=np.int64)
+            ends = self._ends[at].tolist()
+            starts = np.where(at > 0, self._ends[np.maximum(at, 1) - 1], 0).tolist()
         kept = self._kept
-        numbers_read = at[wanted].tolist()
-        for place, value, number, keep in zip(
-            wanted.tolist(), read, numbers_read, short, strict=True
+        read = _read_near(self._text, starts, ends)
+        for place, number, value, start, end in zip(
+            places, numbers, read, starts, ends, strict=True
         ):
-            found[missing[place]] = value
-            if keep:
+            found[place] = value
+            if end - start <= _KEPT_BYTES:
                 kept[number] = value
         return found
 
@@ -142,23 +149,28 @@ def entries(table: Mapping[str, Mapping[Any, V]], node: str) -> Iterable[V]:
     return found.values() if found else ()
 
 
-def _read_near(text: Text, starts: np.ndarray, ends: np.ndarray) -> list[str]:
+def _read_near(text: Text, starts: list[int], ends: list[int]) -> list[str]:
     """The strings at ``starts[i]:ends[i]`` of ``text`` (in place or through a reader), each
     run of strings lying near one another (a table's names, interned together) read in one
-    piece: one read per run, not per string, and a run in ASCII decoded at once."""
-    if not len(starts):
+    piece: one read per run, not per string, and a run in ASCII decoded at once. The runs of a
+    few strings are found in Python, of many with numpy (whose calls cost more than a few
+    strings' loop)."""
+    if not starts:
         return []
-    order = starts.argsort(kind="stable")
-    first, last = starts[order], ends[order]
-    reach = np.maximum.accumulate(last)
-    cuts = (np.flatnonzero(first[1:] > reach[:-1] + _GAP_BYTES) + 1).tolist()
-    found = [""] * len(order)
-    places, first_at, last_at, reach_at = (
-        order.tolist(),
-        first.tolist(),
-        last.tolist(),
-        reach.tolist(),
-    )
+    if len(starts) <= _FEW:
+        places = sorted(range(len(starts)), key=starts.__getitem__)
+        first_at = [starts[k] for k in places]
+        last_at = [ends[k] for k in places]
+        reach_at = list(accumulate(last_at, max))
+        cuts = [k for k in range(1, len(places)) if first_at[k] > reach_at[k - 1] + _GAP_BYTES]
+    else:
+        order = np.asarray(starts, dtype=np.int64).argsort(kind="stable")
+        first, last = np.asarray(starts)[order], np.asarray(ends)[order]
+        reach = np.maximum.accumulate(last)
+        cuts = (np.flatnonzero(first[1:] > reach[:-1] + _GAP_BYTES) + 1).tolist()
+        places, first_at, last_at = order.tolist(), first.tolist(), last.tolist()
+        reach_at = reach.tolist()
+    found = [""] * len(places)
     for lo, hi in zip([0, *cuts], [*cuts, len(places)], strict=True):
         low = first_at[lo]
         block = bytes(text[low : reach_at[hi - 1]])  # a reader's bytes as they are (a view copied)
