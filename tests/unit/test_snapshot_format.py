@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from graph_app.domain.index_columns import index_columns, index_restore
 from graph_app.domain import index_items
+from graph_app.domain.index_columns import index_columns, index_restore
 from graph_app.domain.index_items import ITEM_COLUMNS, IndexItem
 from graph_app.domain.memory_doc import MemoryDoc
 from graph_app.domain.memory_index import MemoryIndex

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graph_app.domain import stored_columns
 from graph_app.domain.index_columns import StringTable
 from graph_app.domain.postings import Postings
-from graph_app.domain import stored_columns
 from graph_app.domain.stored_columns import (
     Runs,
     SlotList,
