@@ -16,6 +16,12 @@ any database, and DRF goes on as if ``requests`` were not installed. Loaded late
 usual: detect-secrets imports it with the secret rules, which gunicorn's master compiles among
 its warmers before it forks (``memoryproject.apps``), so there the saving is DRF's alone and the
 import happens once, in the master; without a warmer, on the first text screened.
+
+It imports ``markdown`` and ``pygments`` when they can be (installed beside the service by the
+docs site's tools, not by a server install) to render view descriptions and code in the
+browsable API, which the service does not serve (its only renderer is JSON): those imports
+(30 to 40 ms of a start where they are installed) are refused too, and DRF goes on as it does
+where they are not installed.
 """
 
 from __future__ import annotations
@@ -30,14 +36,16 @@ from memoryproject.domain.imports import imports_refused
 POSTGRES_FIELDS = "django.contrib.postgres.fields"
 #: Loaded by DRF only for its ``RequestsClient`` test client.
 REQUESTS = "requests"
+#: Loaded by DRF only for its browsable API (view descriptions and code shown in HTML).
+BROWSABLE_ONLY = ("markdown", "pygments")
 
 
 def drf_compat_load() -> None:
-    """Imports ``rest_framework.compat`` without ``requests`` (unless it is loaded already),
-    on SQLite without ``django.contrib.postgres`` either."""
+    """Imports ``rest_framework.compat`` without ``requests``, ``markdown`` or ``pygments``
+    (each unless it is loaded already), on SQLite without ``django.contrib.postgres`` either."""
     if "rest_framework.compat" in sys.modules:
         return
-    refused = [REQUESTS]
+    refused = [REQUESTS, *BROWSABLE_ONLY]
     if connections["default"].vendor == "sqlite":
         refused.append(POSTGRES_FIELDS)
     with imports_refused(*refused):

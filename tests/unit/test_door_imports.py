@@ -220,6 +220,14 @@ def test_the_web_application_loads_no_http_client(tmp_path):
     assert _of(loaded, "requests", "urllib3", "charset_normalizer") == []
 
 
+def test_the_web_application_loads_no_browsable_api_renderers(tmp_path):
+    # DRF's compat module would import markdown and pygments (installed for the docs site) for
+    # its browsable API; the service answers JSON only.
+    loaded = _loaded(WSGI, tmp_path)
+    assert "rest_framework.compat" in loaded
+    assert _of(loaded, "markdown", "pygments") == []
+
+
 def test_requests_still_imports_once_the_web_application_is_loaded(tmp_path):
     script = _before_print(
         WSGI,
