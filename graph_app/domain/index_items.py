@@ -157,7 +157,8 @@ class _StoredFactFields(Sequence[Any]):
         return repr(self._made())
 
 
-#: Items a restored index keeps once made (about 1.5 KiB each): the ones requests reach again.
+#: Items a restored index keeps once made (about 2 KiB each, 8 MiB in all at most): the ones
+#: requests reach again.
 ITEMS_KEPT = 4096
 
 
