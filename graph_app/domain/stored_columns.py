@@ -309,9 +309,12 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
             run = self._run.get(node)
             if run is None:
                 return None
-            start = self._ends[run - 1] if run else 0
-            made = self._made[node] = self._rows(start, self._ends[run])
+            made = self._made[node] = self._rows(*self._span(run))
         return made
+
+    def _span(self, run: int) -> tuple[int, int]:
+        """Where run number ``run`` starts and ends among the rows."""
+        return self._ends[run - 1] if run else 0, self._ends[run]
 
     def __getitem__(self, node: str) -> dict[Any, V]:
         made = self._make(node)
@@ -328,7 +331,8 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
         run = self._run.get(node)
         if run is None:
             return False
-        return self._ends[run] > (self._ends[run - 1] if run else 0)
+        start, end = self._span(run)
+        return end > start
 
     def entries(self, node: str) -> Iterable[V]:
         """The values of ``node``'s dict, in its order (none for a node not in the table): a
@@ -341,7 +345,7 @@ class StoredTable(MutableMapping[str, dict[Any, V]]):
             return ()
         if self._values is None:
             return cast(dict[Any, V], self._make(node)).values()
-        return self._values(self._ends[run - 1] if run else 0, self._ends[run])
+        return self._values(*self._span(run))
 
     def get(self, node: str, default: Any = None) -> Any:
         # Mapping.get's answer without its KeyError round trip: ranking asks for many nodes,
