@@ -207,16 +207,30 @@ def _head_of(
     if not line:
         return None
     if line not in verified:
-        if len(verified) > 4096:
-            verified.clear()
         try:
-            verified[line] = _signed(json.loads(line), public)
+            body = _signed(json.loads(line), public)
         except ValueError:
-            verified[line] = None
+            body = None
+        _remember(verified, line, body)
     body = verified[line]
     if body is None or body.get("stream") != stream:
         return None
     return Head(stream, int(body["seq"]), str(body["hash"]), str(body["at"]), body)
+
+
+#: Head lines a witness keeps, checked, by their bytes: a head file holds two, and every commit
+#: writes a new one, so older ones are let go (a line read again is checked again).
+VERIFIED_KEPT = 4096
+
+
+def _remember(
+    verified: dict[bytes, dict[str, Any] | None], line: bytes, body: dict[str, Any] | None
+) -> None:
+    """Keeps ``body`` as what ``line`` states (None: not signed), forgetting every line kept so
+    far once ``VERIFIED_KEPT`` are."""
+    if len(verified) >= VERIFIED_KEPT:
+        verified.clear()
+    verified[line] = body
 
 
 def _claimed_seq(line: bytes, stream: str, verified: dict[bytes, dict[str, Any] | None]) -> int:
@@ -320,7 +334,7 @@ class Witness:
             body["at"] = iso(utcnow())
             line = self._sign(body)
             self.store.head_write(stream, line, kept)
-            self._verified[line] = body  # signed here: no need to check it when read back
+            _remember(self._verified, line, body)  # signed here: not checked when read back
             return True
 
     # --- reading ------------------------------------------------------------------------------

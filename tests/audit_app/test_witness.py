@@ -256,3 +256,15 @@ def test_a_forged_slot_neither_stops_the_head_nor_is_read_as_it(default_project)
     assert found.head_advance(STREAM, 4, "c" * 64) is True
     assert _other_writer(found).read(streams=(STREAM,)).heads[STREAM].seq == 4
     assert found.head_advance(STREAM, 3, "d" * 64) is False
+
+
+def test_a_long_running_writer_keeps_a_bounded_number_of_head_lines(default_project, monkeypatch):
+    # Every commit signs a new head line: a server process must not keep them all (a worker
+    # answering a thousand plans a second would grow by a megabyte a second).
+    monkeypatch.setattr("memoryproject.witness.VERIFIED_KEPT", 8)
+    found = witness()
+    for seq in range(1, 41):
+        assert found.head_advance(STREAM, seq, f"{seq:064x}")
+        assert len(found._verified) <= 8
+    assert found.head_advance(STREAM, 39, "e" * 64) is False  # still never back
+    assert _other_writer(found).read(streams=(STREAM,)).heads[STREAM].seq == 40
