@@ -199,28 +199,10 @@ def _signed(line: Mapping[str, Any], public: Ed25519PublicKey) -> dict[str, Any]
     return body
 
 
-def _head_of(
-    line: bytes, public: Ed25519PublicKey, stream: str, verified: dict[bytes, dict[str, Any] | None]
-) -> Head | None:
-    """The head a stored line states, or None when empty, torn or not signed. ``verified``:
-    lines already checked under this key, by their bytes (heads are read on every commit)."""
-    if not line:
-        return None
-    if line not in verified:
-        try:
-            body = _signed(json.loads(line), public)
-        except ValueError:
-            body = None
-        _remember(verified, line, body)
-    body = verified[line]
-    if body is None or body.get("stream") != stream:
-        return None
-    return Head(stream, int(body["seq"]), str(body["hash"]), str(body["at"]), body)
-
-
 #: Head lines a witness keeps, checked, by their bytes: a head file holds two, and every commit
 #: writes a new one, so older ones are let go (a line read again is checked again).
 VERIFIED_KEPT = 4096
+_UNCHECKED: Any = object()
 
 
 def _remember(
@@ -233,14 +215,33 @@ def _remember(
     verified[line] = body
 
 
+def _head_of(
+    line: bytes, public: Ed25519PublicKey, stream: str, verified: dict[bytes, dict[str, Any] | None]
+) -> Head | None:
+    """The head a stored line states, or None when empty, torn or not signed. ``verified``:
+    lines already checked under this key, by their bytes (heads are read on every commit)."""
+    if not line:
+        return None
+    # Read once: another thread may let the kept lines go between a test and a read.
+    body = verified.get(line, _UNCHECKED)
+    if body is _UNCHECKED:
+        try:
+            body = _signed(json.loads(line), public)
+        except ValueError:
+            body = None
+        _remember(verified, line, body)
+    if body is None or body.get("stream") != stream:
+        return None
+    return Head(stream, int(body["seq"]), str(body["hash"]), str(body["at"]), body)
+
+
 def _claimed_seq(line: bytes, stream: str, verified: dict[bytes, dict[str, Any] | None]) -> int:
     """The seq a stored head line claims for ``stream``, its signature not checked (-1: none,
     or a line already found unsigned)."""
     if not line:
         return -1
-    if line in verified:
-        body = verified[line]
-    else:
+    body = verified.get(line, _UNCHECKED)
+    if body is _UNCHECKED:
         try:
             body = json.loads(line).get("body")
         except (ValueError, AttributeError):
