@@ -199,9 +199,10 @@ def _signed(line: Mapping[str, Any], public: Ed25519PublicKey) -> dict[str, Any]
     return body
 
 
-#: Head lines a witness keeps, checked, by their bytes: a head file holds two, and every commit
-#: writes a new one, so older ones are let go (a line read again is checked again).
-VERIFIED_KEPT = 4096
+#: Head lines a witness keeps, checked, by their bytes (about 1 KiB each): a head file holds two,
+#: one per writer, and every commit writes a new one, so older ones are let go (a line read again
+#: is checked again). 1,024 covers both slots of 512 streams (the log's and each project's graph).
+VERIFIED_KEPT = 1024
 _UNCHECKED: Any = object()
 
 
