@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +35,8 @@ from tqdm import tqdm
 
 from benchmarks.loadtest.server import GUNICORN, AppServer, free_port
 from benchmarks.loadtest.target import REPO, LoadTestError, target_prepare
+from benchmarks.memory.coldstart import memory_of
+from benchmarks.memory.processes import children_of
 from benchmarks.stats import percentile
 
 PROJECT = "bench-plan"
@@ -375,9 +378,13 @@ def side_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _rounds(
-    endpoints: tuple[Endpoint, Endpoint], options: PeerOptions, tool: str
+    endpoints: tuple[Endpoint, Endpoint],
+    options: PeerOptions,
+    tool: str,
+    warmed: Callable[[], None] = lambda: None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """A warm-up per side, then the rounds, the side that goes first alternating."""
+    """A warm-up per side (``warmed`` runs after them), then the rounds, the side that goes
+    first alternating."""
     total = len(endpoints) * (options.warmup + options.rounds * options.duration)
     if options.warmup <= 0:
         raise LoadTestError("--warmup must be positive")
@@ -388,6 +395,7 @@ def _rounds(
             bar.set_description(f"warm-up {endpoint.name}")
             runs[f"{endpoint.name}_warmup"] = [load_run(endpoint, options, tool, options.warmup)]
             bar.update(round(options.warmup))
+        warmed()
         for index in range(options.rounds):
             order = endpoints if index % 2 == 0 else endpoints[::-1]
             for endpoint in order:
@@ -436,13 +444,28 @@ def peer_compare(options: PeerOptions) -> dict[str, Any]:
             Endpoint("peer", peer.port, json.dumps(body), json_type),
         )
         disk_ms = disk_commit_ms(options.workdir)
-        runs = _rounds(endpoints, options, tool)
+        memory: dict[str, list[dict[str, float]]] = {}
+        runs = _rounds(
+            endpoints,
+            options,
+            tool,
+            warmed=lambda: memory.update(after_warmup=workers_memory(ours)),
+        )
+        memory["at_end"] = workers_memory(ours)
     finally:
         ours.stop()
         peer.stop()
     report = _report(options, tool, runs, receipts_count(ours_db), peer_workers)
     report["disk_commit_ms"] = disk_ms
+    report["ours_workers_memory"] = memory
     return report
+
+
+def workers_memory(server: AppServer) -> list[dict[str, float]]:
+    """RSS and PSS (MiB) of each of ``server``'s gunicorn workers: read after the warm-up and
+    at the end of the rounds, they show whether a worker grows with the plans it answers."""
+    assert server.process is not None
+    return [memory_of(pid) for pid in children_of(server.process.pid)]
 
 
 def peer_compare_in(workdir: str | None, **options: Any) -> dict[str, Any]:
@@ -518,6 +541,7 @@ def peer_table(result: dict[str, Any]) -> str:
         f"peer: {result['peer']['server']}",
         f"receipts written: {result['receipts_written']} (plans answered: "
         f"{result['ours_requests_total']})",
+        _memory_line(result["ours_workers_memory"], result["ours"]["requests"]),
         f"disk: a synced SQLite commit takes {result['disk_commit_ms']:.2f} ms (p50) here; "
         "both sides sync every plan's commit before answering (the peer its rollback journal, ours "
         "its WAL, once the write turn has passed)",
@@ -526,3 +550,13 @@ def peer_table(result: dict[str, Any]) -> str:
         "non-2xx: " + ("met" if result["meets_target"] else "NOT met"),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _memory_line(memory: dict[str, list[dict[str, float]]], plans: int) -> str:
+    def rss(key: str) -> str:
+        return ", ".join(f"{w.get('rss_mb', 0):.1f}" for w in memory.get(key, [])) or "-"
+
+    return (
+        f"ours: workers' RSS after the warm-up {rss('after_warmup')} MiB, after the rounds' "
+        f"{plans} plans {rss('at_end')} MiB"
+    )

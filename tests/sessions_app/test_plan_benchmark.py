@@ -107,5 +107,10 @@ def test_side_by_side_run_serves_both_and_receipts_every_plan(tmp_path):
     assert result["disk_commit_ms"] > 0
     assert len(result["ratios_per_round"]) == 2 and result["ratio_req_per_s"] > 0
     assert result["meets_target"] == (result["ratio_req_per_s"] >= 1.5)
+    # Each of our two workers' memory, read after the warm-up and after the rounds.
+    memory = result["ours_workers_memory"]
+    for moment in ("after_warmup", "at_end"):
+        assert len(memory[moment]) == 2
+        assert all(0 < worker["pss_mb"] <= worker["rss_mb"] for worker in memory[moment])
     # Our server logged no error while it served the load.
     assert "Traceback" not in (tmp_path / "gunicorn.log").read_text()
