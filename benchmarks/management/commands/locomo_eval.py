@@ -16,7 +16,8 @@ rank-bm25 and the semantic backend (``graph_app/domain/semantic.py``). It also t
 question end to end for the compiler and each reference, in the same run: bm25 right after the
 compiler on each question, so that the host's load weighs on both, dense and hybrid after the
 compiler's loop (the question encoded alone, as a caller would); it prints p50 and p95 and the
-compiler's p50 (p95) over bm25's.
+compiler's p50 (p95) over bm25's. ``--under-load N`` runs it all beside N more processes each
+spinning one core (``benchmarks/under_load.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ from django.test.utils import override_settings
 from benchmarks.locomo.recall import locomo_recall, recall_lines
 from benchmarks.locomo.reference import reference_missing, reference_table
 from benchmarks.locomo.tuning import OBJECTIVES, cross_validate
+from benchmarks.under_load import (
+    spinning,
+    under_load_add,
+    under_load_line,
+    under_load_note,
+    under_load_option,
+)
 from graph_app.domain import semantic
 from graph_app.domain.profiles import PROFILES
 from memoryproject.command_output import int_option, json_flag_add
@@ -72,6 +80,7 @@ class Command(BaseCommand):
             help="query profile of every compile (default dialogue)",
         )
         json_flag_add(parser)
+        under_load_add(parser)
         parser.add_argument(
             "--cross-validate",
             action="store_true",
@@ -117,7 +126,8 @@ class Command(BaseCommand):
             raise CommandError(f"--reference: needs {needed}")
         if options["semantic"] and not semantic.available():
             raise CommandError(f"--semantic: needs {semantic.missing()}")
-        with override_settings(MEMORY_SEMANTIC=options["semantic"]):
+        busy = under_load_option(options)
+        with override_settings(MEMORY_SEMANTIC=options["semantic"]), spinning(busy):
             self._evaluate(paths, budget, reference, options)
 
     def _evaluate(
@@ -132,17 +142,20 @@ class Command(BaseCommand):
             report["semantic"] = options["semantic"]
             if reference:
                 report["reference"] = _cross_validated_margin(report, paths, budget)
+            under_load_note(report, under_load_option(options))
             self.stdout.write(json.dumps(report))
             return
         report = locomo_recall(
             paths, budget=budget, profile=options["profile"], reference=reference
         )
         report["semantic"] = options["semantic"]
+        under_load_note(report, under_load_option(options))
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
         for line in recall_lines(report):
             self.stdout.write(line)
+        self.stdout.write(under_load_line(report))
         if options["semantic"]:
             self.stdout.write(
                 "(ranked with the semantic backend: sentence vectors fused with BM25)"

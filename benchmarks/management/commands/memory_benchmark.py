@@ -13,6 +13,9 @@ and writes a log-log chart.
     manage.py memory_benchmark --scales 1k,10k,100k [--plot FILE] [--keep] [--json]
     manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--pause S] [--json]
 
+Each form takes ``--under-load N``: the same with N more processes each spinning one core
+(``benchmarks/under_load.py``).
+
 ``--first-compile`` times a new server process to its first compile over a stored project (a
 kept corpus: ``bench-keep-100k-s7``), through each door as a client meets it: ``mcp_serve``
 over stdio under the MCP SDK's client, and gunicorn over HTTP (``benchmarks/memory/processes.py``).
@@ -37,6 +40,13 @@ from benchmarks.memory.report import (
     sweep_lines,
 )
 from benchmarks.memory.synthetic import SCALES, scale_parse
+from benchmarks.under_load import (
+    spinning,
+    under_load_add,
+    under_load_line,
+    under_load_note,
+    under_load_option,
+)
 from memoryproject.command_output import json_flag_add
 
 
@@ -94,11 +104,26 @@ class Command(BaseCommand):
         )
         parser.add_argument("--query", default="what does it depend on")
         json_flag_add(parser)
+        under_load_add(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["cold_start"]:
             self.stdout.write(json.dumps(cold_start_run(options["cold_start"], options["query"])))
             return
+        busy = under_load_option(options)
+        with spinning(busy):
+            result, render = self._measure(options)
+        under_load_note(result, busy)
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+            return
+        for line in render(result):
+            self.stdout.write(line)
+        self.stdout.write(under_load_line(result))
+
+    def _measure(
+        self, options: dict[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[dict[str, Any]], list[str]]]:
         if options["first_compile"]:
             result = first_compiles(
                 options["first_compile"],
@@ -126,8 +151,4 @@ class Command(BaseCommand):
                 stages=options["profile_stages"],
             )
             render = report_lines
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
-            return
-        for line in render(result):
-            self.stdout.write(line)
+        return result, render

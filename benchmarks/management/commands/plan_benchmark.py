@@ -9,7 +9,8 @@ run except the ones the plans delivered, and its injection records stay in the l
 
 ``--against DIR`` runs the HTTP comparison instead: our gunicorn and the CognOS gateway copied
 in DIR side by side under the same load (``benchmarks/plan/peer.py``); when DIR is absent the
-comparison is skipped with a message (exit 0).
+comparison is skipped with a message (exit 0). ``--under-load N`` measures either beside N more
+processes each spinning one core (``benchmarks/under_load.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from benchmarks.loadtest.target import LoadTestError
 from benchmarks.plan.latency import BENCH_PROJECT, latency_table, plan_benchmark
 from benchmarks.plan.peer import peer_compare_in, peer_missing, peer_table
+from benchmarks.under_load import (
+    spinning,
+    under_load_add,
+    under_load_line,
+    under_load_note,
+    under_load_option,
+)
 from memoryproject.command_output import json_flag_add
 
 #: The options of a run against the peer that go to it as they were given.
@@ -43,6 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("--iterations", type=int, default=200, help="timed calls (200)")
         parser.add_argument("--n", type=int, default=5, help="traces per plan (5)")
         json_flag_add(parser)
+        under_load_add(parser)
         parser.add_argument(
             "--in-place",
             action="store_true",
@@ -83,23 +92,28 @@ class Command(BaseCommand):
             raise CommandError("--traces and --iterations must be at least 1")
         if not 1 <= options["n"] <= 50:
             raise CommandError("--n must be from 1 to 50")
-        if options["against"]:
-            result = self.against(options)
-        else:
-            result = plan_benchmark(
-                traces=options["traces"],
-                iterations=options["iterations"],
-                n=options["n"],
-                in_place=options["in_place"],
-            )
+        busy = under_load_option(options)
+        with spinning(busy):
+            if options["against"]:
+                result = self.against(options)
+            else:
+                result = plan_benchmark(
+                    traces=options["traces"],
+                    iterations=options["iterations"],
+                    n=options["n"],
+                    in_place=options["in_place"],
+                )
+        under_load_note(result, busy)
         if options["json"]:
             self.stdout.write(json.dumps(result))
         elif "skipped" in result:
             self.stdout.write(f"plan_benchmark --against skipped: {result['skipped']}\n")
         elif "ours" in result:
             self.stdout.write(peer_table(result))
+            self.stdout.write(under_load_line(result) + "\n")
         else:
             self.stdout.write(latency_table(result))
+            self.stdout.write(under_load_line(result) + "\n")
 
     def against(self, options: dict[str, Any]) -> dict[str, Any]:
         directory = Path(options["against"]).expanduser().resolve()
