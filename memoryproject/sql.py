@@ -210,11 +210,35 @@ def value(model: type[models.Model], field: str, data: Any, using: str = DEFAULT
     return model._meta.get_field(field).get_db_prep_save(data, connections[using])  # type: ignore[union-attr]
 
 
+#: Fields whose stored value is the Python value itself when it is None or of exactly this type
+#: (their own conversion answers it unchanged: ``str(s)``, ``int(i)``, ``float(f)``, a bool).
+#: Exact classes only: a subclass may convert in its own way.
+_STORED_AS_IS: dict[type[models.Field], type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.IntegerField: int,
+    models.BigIntegerField: int,
+    models.PositiveIntegerField: int,
+    models.PositiveBigIntegerField: int,
+    models.SmallIntegerField: int,
+    models.AutoField: int,
+    models.BigAutoField: int,
+    models.FloatField: float,
+    models.BooleanField: bool,
+}
+
+
 def _prepared(instance: models.Model, fields: Iterable[models.Field], using: str) -> list[Any]:
     connection = connections[using]
-    return [
-        field.get_db_prep_save(getattr(instance, field.attname), connection) for field in fields
-    ]
+    found = []
+    for field in fields:
+        data = getattr(instance, field.attname)
+        kind = _STORED_AS_IS.get(type(field))
+        if kind is not None and (data is None or type(data) is kind):
+            found.append(data)
+        else:
+            found.append(field.get_db_prep_save(data, connection))
+    return found
 
 
 def values_of(

@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.core.cache.backends.locmem import LocMemCache
 
 KEY_PREFIX = "memoryproject:authfail"
+
+#: Whether this process has counted a refused key. With the cache in this process's memory (no
+#: REDIS_URL) no other process writes it, so until this process counts one there is no entry
+#: to read, and the read every authenticated request made (four keys) is skipped.
+_counted_here = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,8 @@ def _buckets(address: str | None, prefix: str | None) -> list[str]:
 
 def auth_retry_after(*, address: str | None, prefix: str | None) -> int | None:
     """Seconds until this address or key prefix may try again, or None when it may now."""
+    if not _counted_here.is_set() and isinstance(caches["default"], LocMemCache):
+        return None
     limits = auth_limits()
     now = time.time()
     wait = 0.0
@@ -78,6 +87,7 @@ def auth_retry_after(*, address: str | None, prefix: str | None) -> int | None:
 
 def auth_failure_record(*, address: str | None, prefix: str | None) -> None:
     """Counts one refused key against the address and the key prefix it claimed."""
+    _counted_here.set()
     window = auth_limits().window
     now = time.time()
     for bucket in _buckets(address, prefix):

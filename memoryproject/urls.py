@@ -26,11 +26,12 @@ v1: list[URLPattern | URLResolver] = [
     ),
 ]
 
+# The API first: the resolver tries the patterns in turn, and nearly every request is a /v1 one.
 urlpatterns = [
+    path("v1/", include(v1)),
     path("", views.landing, name="landing"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("console/", include("audit_app.console.urls")),
     path("console/graph/", include("graph_app.console.urls")),
-    path("v1/", include(v1)),
 ]

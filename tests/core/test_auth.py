@@ -1,14 +1,17 @@
 """Every /v1 endpoint needs a valid, unrevoked API key; keys see only their projects; refused
 keys are throttled; no caller ever creates a project implicitly."""
 
+import time
 from io import StringIO
 
 import pytest
+from django.core.cache import caches
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from memoryproject import throttling
 from memoryproject.errors import NotFoundError, PermissionDeniedError
 from memoryproject.models import Project, ProjectAPIKey
 from memoryproject.projects import LocalIdentity, project_resolve
@@ -125,6 +128,42 @@ class TestFailedAuthThrottling:
     def test_requests_without_a_key_are_not_counted(self):
         client = APIClient()
         assert {client.get("/v1/projects").status_code for _ in range(15)} == {401}
+
+    @override_settings(MEMORY_AUTH_FAILURES=3)
+    def test_a_new_process_locks_out_after_its_first_refused_keys(self, make_key):
+        # A new process has counted no refused key: with its cache in its own memory, it reads
+        # no entry until it counts one, and the lockout still starts at the limit.
+        throttling._counted_here.clear()
+        _, key = make_key(scope="read")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert client.get("/v1/projects", REMOTE_ADDR="10.7.0.1").status_code == 200
+        client.credentials(HTTP_AUTHORIZATION="Bearer abcdefgh.wrong")
+        assert [
+            client.get("/v1/projects", REMOTE_ADDR="10.7.0.1").status_code for _ in range(3)
+        ] == [401] * 3
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        assert client.get("/v1/projects", REMOTE_ADDR="10.7.0.1").status_code == 429
+
+    def test_a_shared_cache_is_read_though_this_process_counted_nothing(self, make_key, tmp_path):
+        # Another process (another worker, another server) counted the refusals in the shared
+        # cache: this one, which counted none, still refuses the address.
+        shared = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                "LOCATION": str(tmp_path),
+            }
+        }
+        _, key = make_key(scope="read")
+        with override_settings(CACHES=shared, MEMORY_AUTH_FAILURES=3):
+            for bucket in throttling._buckets("10.7.0.2", None):
+                caches["default"].set(f"{bucket}:start", time.time(), timeout=60)
+                caches["default"].set(f"{bucket}:count", 3, timeout=60)
+            throttling._counted_here.clear()
+            client = APIClient()
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+            assert client.get("/v1/projects", REMOTE_ADDR="10.7.0.2").status_code == 429
+            assert client.get("/v1/projects", REMOTE_ADDR="10.7.0.3").status_code == 200
 
 
 class TestIdentities:
