@@ -5,8 +5,9 @@ Engineering memory mixes prose with identifiers (``order_repository``, ``Payment
 only one of its words, so an identifier yields its whole lower-cased form (unstemmed, for exact
 matches) plus each of its parts treated as prose. Prose words are lower-cased, stop words are
 dropped and the rest are stemmed with the Snowball English stemmer (PyStemmer's C build of it,
-which snowballstemmer hands out when it is installed), so "payments" meets "payment". What a query drops beyond stop words is its profile's choice (``profiles.py``): code
-questions keep "kind", "type", "times"; chat questions lose them. Dates named in a query become
+which snowballstemmer hands out when it is installed), so "payments" meets "payment". What a
+query drops beyond stop words is its profile's choice (``profiles.py``): code questions keep
+"kind", "type", "times"; chat questions lose them. Dates named in a query become
 ISO day and month terms, the terms items are indexed with for the day they occurred, and month
 names are English whatever the process locale. Pure Python: no Django import.
 """

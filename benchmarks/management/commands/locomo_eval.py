@@ -128,10 +128,10 @@ class Command(BaseCommand):
             raise CommandError(f"--semantic: needs {semantic.missing()}")
         busy = under_load_option(options)
         with override_settings(MEMORY_SEMANTIC=options["semantic"]), spinning(busy):
-            self._evaluate(paths, budget, reference, options)
+            self._evaluate(paths, budget, reference, busy, options)
 
     def _evaluate(
-        self, paths: list[Path], budget: int, reference: bool, options: dict[str, Any]
+        self, paths: list[Path], budget: int, reference: bool, busy: int, options: dict[str, Any]
     ) -> None:
         if options["cross_validate"]:
             if len(paths) < 2:
@@ -142,14 +142,14 @@ class Command(BaseCommand):
             report["semantic"] = options["semantic"]
             if reference:
                 report["reference"] = _cross_validated_margin(report, paths, budget)
-            under_load_note(report, under_load_option(options))
+            under_load_note(report, busy)
             self.stdout.write(json.dumps(report))
             return
         report = locomo_recall(
             paths, budget=budget, profile=options["profile"], reference=reference
         )
         report["semantic"] = options["semantic"]
-        under_load_note(report, under_load_option(options))
+        under_load_note(report, busy)
         if options["json"]:
             self.stdout.write(json.dumps(report))
             return
