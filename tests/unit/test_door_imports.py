@@ -228,6 +228,23 @@ def test_the_web_application_loads_no_browsable_api_renderers(tmp_path):
     assert _of(loaded, "markdown", "pygments") == []
 
 
+def test_the_web_application_loads_no_template_engine(tmp_path):
+    # Django's test utilities (loaded through the schema generator and DRF's test client)
+    # would import jinja2 when it is installed (the docs site's tools bring it) for a decorator
+    # of template tests; a stand-in on the path tells whether anything imported it.
+    stand_in = tmp_path / "site" / "jinja2"
+    stand_in.mkdir(parents=True)
+    (stand_in / "__init__.py").write_text("")
+    script = _before_print(WSGI, "from django.test import utils", "assert utils.jinja2 is None")
+    path = str(stand_in.parent)
+    loaded = set(_run(script, tmp_path, PYTHONPATH=path).split())
+    assert "django.test.utils" in loaded
+    assert _of(loaded, "jinja2") == []
+    # Imported later, it loads as usual.
+    later = _before_print(WSGI, "import jinja2", "assert jinja2.__file__")
+    assert "jinja2" in _run(later, tmp_path, PYTHONPATH=path).split()
+
+
 def test_requests_still_imports_once_the_web_application_is_loaded(tmp_path):
     script = _before_print(
         WSGI,
