@@ -28,7 +28,7 @@ from graph_app.domain.memory_store import Visibility
 from graph_app.domain.packing import Packed, PackItem, pack, split_line
 from graph_app.domain.profiles import PROFILES, Profile
 from graph_app.domain.ranked_payloads import RankedPayloads, TakenPayloads
-from graph_app.domain.render import best_passage, fact_line
+from graph_app.domain.render import best_passage, fact_line, preview_counted
 from graph_app.domain.tiebreak import TieKey
 from graph_app.domain.tokenize import tokenize_query
 from graph_app.index_cache import ProjectIndex, project_index, query_vector
@@ -254,6 +254,8 @@ class _Candidates:
     scores: dict[str, float]
     held: list[Quarantined]
     ran_out: bool
+    # by key, the items whose preview's counts were counted when they were indexed
+    previews: dict[str, IndexItem]
 
 
 def _candidates(ranked: _Ranked, budget: int) -> _Candidates:
@@ -262,13 +264,14 @@ def _candidates(ranked: _Ranked, budget: int) -> _Candidates:
     counted: dict[str, int] = {}
     scores: dict[str, float] = {}
     held: list[Quarantined] = []
+    previews: dict[str, IndexItem] = {}
     total = 0
     for key, utility in ranked.ranking.ranked:
         item = ranked.payloads[key]
         if item.flags and key not in ranked.released:
             held.append(Quarantined(item.kind, item.id, tuple(item.flags.split("\n"))))
             if len(held) >= PACK_CANDIDATES_MAX:
-                return _Candidates(candidates, counted, scores, held, ran_out=False)
+                return _Candidates(candidates, counted, scores, held, False, previews)
             continue
         if ranked.views:
             item = _line_as_known(item, ranked.views.get(key))
@@ -293,10 +296,14 @@ def _candidates(ranked: _Ranked, budget: int) -> _Candidates:
         )
         if item.line_tokens >= 0:
             counted[item.line] = item.line_tokens
+        if item.preview_tokens:
+            # The citation a preview starts with is counted before the preview is built.
+            counted[item.line[: item.keep]] = item.preview_tokens[0]
+            previews[key] = item
         total += item.line_tokens if item.line_tokens >= 0 else counted_tokens(item.line)
         if total > PACK_CANDIDATE_TOKENS * budget or len(candidates) >= PACK_CANDIDATES_MAX:
-            return _Candidates(candidates, counted, scores, held, ran_out=False)
-    return _Candidates(candidates, counted, scores, held, ran_out=True)
+            return _Candidates(candidates, counted, scores, held, False, previews)
+    return _Candidates(candidates, counted, scores, held, True, previews)
 
 
 @dataclass(frozen=True)
@@ -345,11 +352,22 @@ def _pack(ranked: _Ranked, budget: int) -> _Bundle:
 
     def preview(candidate: PackItem) -> PackItem | None:
         head, body, tail = split_line(candidate)
+        item = chosen.previews.get(candidate.key)
+        known = (
+            preview_counted(item.line, item.keep, item.tail, item.preview_tokens)
+            if item is not None and item.line == candidate.text
+            else {}
+        )
+
+        def sentence_count(text: str) -> int:
+            tokens = known.get(text)
+            return tokens if tokens is not None else counted_tokens(text)
+
         passage = best_passage(
             body,
             ranked.weights,
             tokenize=sentence_terms,
-            count=counted_tokens,
+            count=sentence_count,
             max_tokens=ranked.profile.preview_tokens,
         )
         return None if passage is None else replace(candidate, text=head + passage + tail)

@@ -21,6 +21,7 @@ from graph_app.domain.render import (
     fact_citation,
     fact_line,
     fact_text,
+    preview_counts,
 )
 from graph_app.domain.supersession import fact_status
 from graph_app.domain.tiebreak import content_digest
@@ -236,6 +237,7 @@ def episode_doc(row: dict[str, Any]) -> MemoryDoc:
         sha256=row["sha256"],
         tail=tail,
         flags=flags,
+        preview_tokens=preview_counts(line, keep, tail, count_tokens),
     )
     preview_warm(line, keep, tail, item.section)
     return MemoryDoc(

@@ -51,8 +51,8 @@ log = logging.getLogger(__name__)
 
 # 4: each document carries its content digest (the tie-break of graph_app.domain.tiebreak),
 # each fact item its nominal tokens. 5: strings end at byte offsets, postings runs ascending
-# (read in place).
-FORMAT = 5
+# (read in place). 6: each episode item its preview's token counts.
+FORMAT = 6
 #: The modules whose code decides what the index holds: a snapshot built by other code is stale.
 INDEX_MODULES = (
     "graph_app.index_cache",

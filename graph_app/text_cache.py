@@ -1,6 +1,8 @@
 """Token counts and sentence terms cached across compiles: an episode's sentences are the same
-from one compile to the next, so its preview is split, tokenized and counted once, when it is
-indexed (``preview_warm``), and found cached when a compile builds it.
+from one compile to the next, so its preview's sentences are split and tokenized once, when it
+is indexed (``preview_warm``), and found cached when a compile builds it. What a preview counts
+before it is built is kept with the item itself (``IndexItem.preview_tokens``), which a restored
+index reads from its snapshot.
 """
 
 from __future__ import annotations
@@ -24,16 +26,10 @@ def sentence_terms(sentence: str) -> tuple[str, ...]:
 
 
 def preview_warm(line: str, keep: int, tail: int, section: str) -> None:
-    """Splits and counts an episode's sentences when it is indexed, so that building its
-    preview at compile time finds everything cached instead of paying for it per first query;
-    so too the citation a preview starts with (``line[:keep]``, counted before a preview is
-    built) and the heading of the item's section."""
-    parts = sentences(line[keep : len(line) - tail])
-    counted_tokens(" ".join(parts))
-    for part in parts:
+    """Splits and tokenizes an episode's sentences when it is indexed, so that building its
+    preview at compile time finds them cached instead of paying for them per first query; so
+    too the heading of the item's section is counted."""
+    for part in sentences(line[keep : len(line) - tail]):
         sentence_terms(part)
-        counted_tokens(part)
-        counted_tokens(" " + part)
-    counted_tokens(line[:keep])
     counted_tokens(f"## {section}")
     counted_tokens(f"\n## {section}")

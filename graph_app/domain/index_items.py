@@ -45,6 +45,9 @@ class IndexItem:
     # facts only: tokens of ``line`` with its id, source id and hash as fixed words, which
     # packing orders by (-1: ``line_tokens``)
     nominal_tokens: int = -1
+    # episodes only: the tokens of what a preview of ``line`` counts (``render.preview_counts``),
+    # counted once when the document is indexed; () when none were
+    preview_tokens: tuple[int, ...] = ()
 
 
 #: The arguments of ``fact_line``, in the order ``IndexItem.fact_fields`` keeps their values.
@@ -108,6 +111,11 @@ def _items_write(payloads: Sequence[object], strings: StringTable) -> Arrays:
     }
     for name in ("keep", "line_tokens", "tail", "nominal_tokens"):
         arrays[name] = np.fromiter(map(attrgetter(name), items), dtype=np.int64)
+    previews = list(map(attrgetter("preview_tokens"), items))
+    arrays["preview_tokens"] = np.fromiter(
+        (count for counts in previews for count in counts), dtype=np.int32
+    )
+    arrays["preview_tokens.ends"] = np.cumsum(np.fromiter(map(len, previews), dtype=np.int64))
     arrays["order.time"] = np.fromiter(map(itemgetter(0), orders), dtype=np.float64)
     arrays["order.position"] = np.fromiter(map(itemgetter(1), orders), dtype=np.int64)
     fields = list(map(attrgetter("fact_fields"), items))
@@ -186,6 +194,17 @@ class _StoredItems:
         }
         if any(len(column) != facts for column in self._facts.values()):
             raise ValueError("items: fact fields not one set per fact")
+        previews, ends = arrays["preview_tokens"], arrays["preview_tokens.ends"]
+        if (
+            len(ends) != n
+            or (n and (int(ends[-1]) != len(previews) or int(ends[0]) < 0))
+            or (np.diff(ends) < 0).any()
+            or (previews < 0).any()
+        ):
+            raise ValueError("items: preview token counts do not fit the items")
+        self._previews = previews
+        self._preview_starts = np.concatenate(([0], ends[:-1])) if n else ends
+        self._preview_ends = ends
         self._kept: dict[int, IndexItem] = {}
 
     def fact_fields(self, row: int) -> tuple[Any, ...]:
@@ -235,10 +254,17 @@ class _StoredItems:
             for name in _TEXTS
         }
         number = {name: self._columns[name][at].tolist() for name in self._NUMBERS}
+        previews = self._previews
         rows = zip(
             *text.values(),
             *number.values(),
             self._fact_fields(at),
+            [
+                tuple(previews[start:end].tolist())
+                for start, end in zip(
+                    self._preview_starts[at].tolist(), self._preview_ends[at].tolist(), strict=True
+                )
+            ],
             strict=True,
         )
         return [
@@ -257,6 +283,7 @@ class _StoredItems:
                 tail=tail,
                 flags=flags,
                 nominal_tokens=nominal_tokens,
+                preview_tokens=preview_tokens,
             )
             for (
                 kind,
@@ -274,6 +301,7 @@ class _StoredItems:
                 time,
                 position,
                 fact_fields,
+                preview_tokens,
             ) in rows
         ]
 

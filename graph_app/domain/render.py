@@ -167,6 +167,32 @@ def sentences(text: str) -> tuple[str, ...]:
     return tuple(s for s in _SENTENCE_END_RE.split(one_line(text)) if s)
 
 
+def preview_counts(line: str, keep: int, tail: int, count: Callable[[str], int]) -> tuple[int, ...]:
+    """The tokens of what a preview of ``line`` counts before it is built (``best_passage`` over
+    its body, the text between ``keep`` and ``tail``): its citation (``line[:keep]``), its
+    sentences joined, then each sentence alone and after a space. Counted once, when the item
+    is indexed, and kept with it (a restored index reads them from its snapshot), so that a
+    compile previewing the item counts only the preview it builds."""
+    parts = sentences(line[keep : len(line) - tail])
+    counts = [count(line[:keep]), count(" ".join(parts))]
+    for part in parts:
+        counts += (count(part), count(" " + part))
+    return tuple(counts)
+
+
+def preview_counted(line: str, keep: int, tail: int, tokens: Sequence[int]) -> dict[str, int]:
+    """The texts ``preview_counts`` counted for ``line``, each with its count in ``tokens`` (empty
+    when ``tokens`` are not counts of this line's sentences)."""
+    parts = sentences(line[keep : len(line) - tail])
+    if len(tokens) != 2 + 2 * len(parts):
+        return {}
+    counted = {line[:keep]: tokens[0], " ".join(parts): tokens[1]}
+    for at, part in enumerate(parts, start=1):
+        counted[part] = tokens[2 * at]
+        counted[" " + part] = tokens[2 * at + 1]
+    return counted
+
+
 def best_passage(
     content: str,
     weights: Mapping[str, float],

@@ -21,7 +21,10 @@ import pytest
 from django.db import transaction
 
 from graph_app import snapshot as snapshot_module
+from graph_app import text_cache
 from graph_app.compiler import context_compile
+from graph_app.contracts.compile import CompileResult
+from graph_app.domain.render import sentences
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import (
@@ -32,6 +35,8 @@ from graph_app.index_cache import (
 )
 from graph_app.models import TemporalFact
 from graph_app.snapshot import snapshot_path
+from graph_app.text_cache import counted_tokens, sentence_terms
+from memoryproject import tokens as tokens_module
 
 pytestmark = pytest.mark.django_db
 
@@ -453,3 +458,49 @@ def test_the_code_fingerprint_does_not_depend_on_what_a_process_has_imported():
     for name in snapshot_module.INDEX_MODULES:
         importlib.import_module(name)
     assert fingerprint == snapshot_module.code_fingerprint.__wrapped__()
+
+
+def test_a_restored_index_previews_an_episode_without_counting_its_sentences_again(
+    snapshots, default_project, monkeypatch
+):
+    """What a preview counts before it is built (the citation, the sentences) was counted when
+    the episode was indexed and is stored with it: a new process, its caches empty, counts only
+    the preview it builds, and builds the same one."""
+    parts = []
+    for episode in range(6):
+        said = [
+            f"Retry {episode}.{n} of ledger_store replays the idempotency key after {n} s."
+            for n in range(8)
+        ]
+        episode_record(
+            project=default_project,
+            title=f"Incident {episode}: ledger_store retries",
+            category="incident",
+            content=" ".join(said),
+            entities_mentioned=["ledger_store"],
+        )
+        parts += said
+
+    def compiled() -> CompileResult:
+        return context_compile(
+            project=default_project, query="ledger_store retry idempotency", max_tokens=600
+        )
+
+    built = compiled()
+    # Full lines first, then (past their share of the budget) previews.
+    assert built["markdown"].count("… ") + built["markdown"].count(" …") >= 2
+
+    compiler_cache_clear()  # a new process: the index and the caches of text empty
+    for cache in (counted_tokens, sentence_terms, sentences):
+        cache.cache_clear()
+    counted: list[str] = []
+
+    def count_tokens(text: str) -> int:
+        counted.append(text)
+        return tokens_module.count_tokens(text)
+
+    monkeypatch.setattr(text_cache, "count_tokens", count_tokens)
+    assert compiled() == built
+    assert _stats(default_project)["restored"] >= 0
+    assert counted, "the preview itself is counted"
+    assert not {*parts, *(" " + part for part in parts)} & set(counted)

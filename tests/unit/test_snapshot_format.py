@@ -93,6 +93,8 @@ def _episode(n: int, text: str, **extra) -> MemoryDoc:
         external_id=None if n % 2 else f"ADR-{n}",
         line_tokens=-1,
         sha256=f"{n:064x}",
+        # counted for some episodes, not for others (an item indexed before they were)
+        preview_tokens=() if n % 3 == 0 else (4, n, 2, 3),
     )
     return MemoryDoc(
         key=f"episode:ep{n}",
@@ -216,6 +218,20 @@ def test_a_restored_index_goes_on_indexing_like_the_one_written(index):
     query = "ledger_store postgres lisbon"
     assert restored.rank(query, Visibility()) == index.rank(query, Visibility())
     assert restored._streams == index._streams and restored._titled == index._titled
+
+
+@pytest.mark.parametrize("forged", ["a negative count", "an end past the counts"])
+def test_preview_counts_that_do_not_fit_the_items_are_refused(index, forged):
+    meta, arrays = index_columns(index, ITEM_COLUMNS)
+    arrays = dict(arrays)
+    name = "payload.preview_tokens" + (".ends" if forged == "an end past the counts" else "")
+    arrays[name] = arrays[name].copy()
+    if forged == "a negative count":
+        arrays[name][0] = -1
+    else:
+        arrays[name][-1] += 1
+    with pytest.raises(ValueError, match="preview token counts"):
+        index_restore(meta, arrays, ITEM_COLUMNS)
 
 
 def test_times_come_back_exact_and_in_utc(index):
