@@ -203,7 +203,6 @@ class _StoredItems:
         ):
             raise ValueError("items: preview token counts do not fit the items")
         self._previews = previews
-        self._preview_starts = np.concatenate(([0], ends[:-1])) if n else ends
         self._preview_ends = ends
         self._kept: dict[int, IndexItem] = {}
 
@@ -254,16 +253,16 @@ class _StoredItems:
             for name in _TEXTS
         }
         number = {name: self._columns[name][at].tolist() for name in self._NUMBERS}
-        previews = self._previews
+        previews, ends = self._previews, self._preview_ends
+        # Each item's counts run from the end of the one before it (0 for the first item).
+        starts = np.where(at > 0, ends[np.maximum(at - 1, 0)], 0)
         rows = zip(
             *text.values(),
             *number.values(),
             self._fact_fields(at),
             [
                 tuple(previews[start:end].tolist())
-                for start, end in zip(
-                    self._preview_starts[at].tolist(), self._preview_ends[at].tolist(), strict=True
-                )
+                for start, end in zip(starts.tolist(), ends[at].tolist(), strict=True)
             ],
             strict=True,
         )
