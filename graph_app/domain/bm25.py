@@ -284,7 +284,9 @@ class BM25Index:
             if arrays is None:
                 continue
             held = arrays[0]  # in slot order
-            place = np.searchsorted(held, at)
+            # Searched as the run's own type (a restored run's int32): numpy would otherwise
+            # copy the whole run to the slots' type for each search.
+            place = np.searchsorted(held, at.astype(held.dtype, copy=False))
             hit = place < len(held)
             hit[hit] = held[place[hit]] == at[hit]
             scores = self._term_scores(term, b, place[hit])

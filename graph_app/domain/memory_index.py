@@ -44,6 +44,7 @@ from graph_app.domain.memory_store import MemoryStore, Visibility
 from graph_app.domain.postings import index_of
 from graph_app.domain.ranking_params import DEFAULT_PARAMS, RankParams
 from graph_app.domain.related_terms import FIXED_TERMS, related_shares
+from graph_app.domain.selection import nth_largest
 from graph_app.domain.termvectors import CorpusRows, TermVectors, term_vectors
 from graph_app.domain.tokenize import (
     identifiers,
@@ -553,7 +554,7 @@ class MemoryIndex(MemoryStore):
             return np.zeros(0, dtype=np.int64)
         if len(slots) <= n:
             return np.arange(len(slots))
-        threshold = values[values.argpartition(len(values) - n)[len(values) - n]]
+        threshold = nth_largest(values, n)
         above = values > threshold
         at = (values == threshold).nonzero()[0]
         wanted = n - int(np.count_nonzero(above))
