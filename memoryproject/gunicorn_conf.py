@@ -30,6 +30,16 @@ graceful_timeout = 10
 # just as the server closes the idle connection.
 keepalive = 30
 
+# gunicorn's control socket (for ``gunicornc``: worker status, adding workers, reload and
+# shutdown) defaults to one path per user ($XDG_RUNTIME_DIR/gunicorn.ctl, else
+# ~/.gunicorn/gunicorn.ctl): a second server the same user starts (another project, a benchmark
+# beside ``make run``) unlinks the first one's and listens there, so a command meant for one
+# server reaches the other, and the first to stop removes the other's socket. Off, unless
+# GUNICORN_CONTROL_SOCKET names a path for this server alone.
+control_socket_disable = not os.environ.get("GUNICORN_CONTROL_SOCKET", "").strip()
+if not control_socket_disable:
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"].strip()
+
 # Forwarded headers count from the reverse proxies TRUSTED_PROXIES lists only, the list the
 # application reads (memoryproject.proxies), instead of gunicorn's default of any loopback peer.
 # gunicorn sets no scheme from them: Django alone reads X-Forwarded-Proto, with

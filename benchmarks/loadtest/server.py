@@ -78,6 +78,9 @@ class AppServer:
             "30",
             "--log-level",
             "warning",
+            # gunicorn's control socket sits at one path per user: several servers at once
+            # would take it from one another (memoryproject/gunicorn_conf.py).
+            "--no-control-socket",
         ]
 
     def start(self, timeout: float = 60) -> None:

@@ -53,3 +53,11 @@ def test_the_master_starts_with_the_collector_paused_until_it_forks(monkeypatch)
         assert gc.isenabled() and frozen == [True, True]
     finally:
         gc.enable()
+
+
+def test_no_control_socket_unless_a_path_is_given(monkeypatch):
+    monkeypatch.delenv("GUNICORN_CONTROL_SOCKET", raising=False)
+    conf = _load(monkeypatch)
+    assert conf.control_socket_disable is True and not hasattr(conf, "control_socket")
+    conf = _load(monkeypatch, GUNICORN_CONTROL_SOCKET=" /run/memory/a.ctl ")
+    assert (conf.control_socket_disable, conf.control_socket) == (False, "/run/memory/a.ctl")
