@@ -141,6 +141,11 @@ class BM25Index:
         self._doc_len[slot] = 0
         self._dirty = True
 
+    def compact(self) -> None:
+        """The postings as a restored snapshot holds them (``Postings.compact``): after a build
+        from the rows, so that queries read each term's run in place."""
+        self._postings.compact(stored_slots=len(self._keys))
+
     def prepare(self) -> None:
         """Computes the statistics the next query needs (IDF, average length) now rather than
         at that query: before a server forks its workers, so that they share them."""

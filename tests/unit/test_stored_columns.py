@@ -327,3 +327,44 @@ def test_a_write_to_a_long_stored_run_keeps_only_what_it_changed():
     run = postings.run("common")
     assert run is not None and len(run[0]) == postings.frequency("common") == 50_000
     assert 7 not in run[0] and run[0][-1] == 60_000 and run[1][-1] == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    writes=st.lists(
+        st.tuples(
+            st.booleans(),
+            st.sampled_from(["order", "email", "retry", "ledger"]),
+            st.integers(0, 40),
+            st.integers(1, 4),
+        ),
+        max_size=60,
+    ),
+    compactions=st.sets(st.integers(0, 60), max_size=3),
+)
+def test_compacted_postings_read_and_change_as_the_dicts_they_were_made_from(writes, compactions):
+    """An index built from the rows compacts its postings into stored runs (as a restored one
+    holds them): at any point, and again later, they read as the dicts would, and later writes
+    change them alike; the vocabulary does not move for a compaction."""
+    compacted, fresh = Postings(), Postings()
+    for step, (is_add, term, slot, tf) in enumerate(writes):
+        if step in compactions:
+            vocabulary = compacted.vocabulary
+            compacted.compact()
+            assert compacted._changed == {}  # every term read in place, no dict kept
+            assert compacted.vocabulary == vocabulary and compacted == fresh
+        for each in (compacted, fresh):
+            if is_add:
+                each.add(term, slot, tf)
+            else:
+                each.remove(term, slot)
+    assert compacted == fresh
+    for term in ("order", "email", "retry", "ledger"):
+        assert compacted.frequency(term) == fresh.frequency(term)
+        runs = compacted.run(term), fresh.run(term)
+        assert (runs[0] is None) == (runs[1] is None)
+        if runs[0] is not None:
+            assert runs[0][0].tolist() == runs[1][0].tolist()
+            assert runs[0][1].tolist() == runs[1][1].tolist()
+    assert sorted(compacted.terms()) == sorted(fresh.terms())
+    assert compacted.vocabulary == fresh.vocabulary
