@@ -14,23 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.loadtest.server import AppServer, free_port
+from benchmarks.loadtest.server import AppServer
 from benchmarks.loadtest.target import target_prepare
-from benchmarks.plan.peer import OurServer
+from tests.load.servers import started
 
 pytestmark = pytest.mark.slow
-
-
-def _started(server_class, target, tmp_path: Path, name: str, **env: str) -> AppServer:
-    server = server_class(
-        env={**target.env, **env},
-        port=free_port(),
-        log_path=tmp_path / f"{name}.log",
-        workers=1,
-        threads=1,
-    )
-    server.start()
-    return server
 
 
 def _user_dirs(tmp_path: Path) -> dict[str, str]:
@@ -59,8 +47,9 @@ def test_servers_of_one_user_open_no_shared_control_socket(load_database_url, tm
     target = target_prepare(load_database_url("ctl"))
     dirs = _user_dirs(tmp_path)
     servers = [
-        _started(OurServer, target, tmp_path, "deployed", **dirs),  # memoryproject/gunicorn_conf.py
-        _started(AppServer, target, tmp_path, "load", **dirs),  # the load tests' options
+        started(target, tmp_path, "deployed", workers=1, threads=1, **dirs),  # gunicorn_conf.py
+        # the load tests' own options
+        started(target, tmp_path, "load", server_class=AppServer, workers=1, threads=1, **dirs),
     ]
     try:
         made = [p for d in dirs.values() for p in Path(d).rglob("*") if p.is_socket()]
@@ -75,7 +64,15 @@ def test_a_control_socket_named_for_a_server_reaches_that_server(load_database_u
     dirs = _user_dirs(tmp_path)
     paths = [tmp_path / "first.ctl", tmp_path / "second.ctl"]
     servers = [
-        _started(OurServer, target, tmp_path, path.stem, GUNICORN_CONTROL_SOCKET=str(path), **dirs)
+        started(
+            target,
+            tmp_path,
+            path.stem,
+            workers=1,
+            threads=1,
+            GUNICORN_CONTROL_SOCKET=str(path),
+            **dirs,
+        )
         for path in paths
     ]
     try:

@@ -11,9 +11,8 @@ import urllib.request
 
 import pytest
 
-from benchmarks.loadtest.server import free_port
 from benchmarks.loadtest.target import target_prepare
-from benchmarks.plan.peer import OurServer
+from tests.load.servers import started
 
 pytestmark = pytest.mark.slow
 
@@ -34,15 +33,7 @@ def _post(port, key, path, body):
 
 
 def _serve(target, tmp_path, name, **env):
-    server = OurServer(
-        env={**target.env, "LOG_LEVEL": "INFO", **env},
-        port=free_port(),
-        log_path=tmp_path / f"{name}.log",
-        workers=2,
-        threads=2,
-    )
-    server.start()
-    return server
+    return started(target, tmp_path, name, **{"LOG_LEVEL": "INFO", **env})
 
 
 def _compile_on_every_worker(server, key):

@@ -266,6 +266,15 @@ def test_stored_postings_read_in_place_then_change_like_dicts():
     assert sorted(stored.terms()) == ["database", "order"]
 
 
+#: A write to postings: (an add, else a removal; the term; the slot; the frequency added).
+WRITE = st.tuples(
+    st.booleans(),
+    st.sampled_from(["order", "email", "retry", "ledger"]),
+    st.integers(0, 40),
+    st.integers(1, 4),
+)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     stored=st.dictionaries(
@@ -273,15 +282,7 @@ def test_stored_postings_read_in_place_then_change_like_dicts():
         st.dictionaries(st.integers(0, 30), st.integers(1, 4), min_size=1, max_size=12),
         max_size=3,
     ),
-    writes=st.lists(
-        st.tuples(
-            st.booleans(),
-            st.sampled_from(["order", "email", "retry", "ledger"]),
-            st.integers(0, 40),
-            st.integers(1, 4),
-        ),
-        max_size=40,
-    ),
+    writes=st.lists(WRITE, max_size=40),
 )
 def test_writes_to_stored_postings_read_as_writes_to_dicts(stored, writes):
     """A restored index's postings, written to, hold what a fresh index's hold after the same
@@ -331,15 +332,7 @@ def test_a_write_to_a_long_stored_run_keeps_only_what_it_changed():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    writes=st.lists(
-        st.tuples(
-            st.booleans(),
-            st.sampled_from(["order", "email", "retry", "ledger"]),
-            st.integers(0, 40),
-            st.integers(1, 4),
-        ),
-        max_size=60,
-    ),
+    writes=st.lists(WRITE, max_size=60),
     compactions=st.sets(st.integers(0, 60), max_size=3),
 )
 def test_compacted_postings_read_and_change_as_the_dicts_they_were_made_from(writes, compactions):
