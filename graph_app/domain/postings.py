@@ -1,6 +1,7 @@
 """The BM25 postings: for each term, the documents holding it (by slot) and how often.
 
-A fresh index keeps them as dicts. One restored from its snapshot keeps the stored runs (a term's
+A fresh index keeps them as dicts while it is built, then compacts them (``compact``) into the
+stored runs a restored one holds. One restored from its snapshot keeps the stored runs (a term's
 slots, ascending, and frequencies) where the file put them and reads a query term's run in place;
 a later write to a stored term is kept beside its run, as that term's changes (slot -> frequency,
 0 for a document that no longer holds it), and a query reads the run merged with them. A write
