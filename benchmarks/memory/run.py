@@ -143,6 +143,25 @@ def _measure_writes(
         )
 
 
+def _measure_compiles_after_writes(
+    project: Project, corpus: Corpus, queries: Queries, rng: random.Random, show: Show, m: _Measures
+) -> None:
+    """What an agent gets when it records a fact and then asks for context: each compile right
+    after a write of its own (the write itself untimed), so the index takes that write in first."""
+    for i in show(range(corpus.scale.samples), desc="compile_after_write"):
+        fact_upsert(
+            project=project,
+            subject_id=rng.choice(corpus.entities),
+            predicate=rng.choice(list(SINGULAR)),
+            object_value=f"bench_after_{i}_{secrets.token_hex(4)}",
+        )
+        query = queries[i % len(queries)][0]
+        m.timed(
+            "compile_after_write",
+            partial(context_compile, project=project, query=query, max_tokens=BUDGET),
+        )
+
+
 def _measure_reads(
     project: Project, corpus: Corpus, rng: random.Random, show: Show, m: _Measures
 ) -> None:
@@ -199,6 +218,7 @@ def _measure(
         "refresh",
         partial(context_compile, project=project, query="after writes", max_tokens=BUDGET),
     )
+    _measure_compiles_after_writes(project, corpus, queries, rng, show, m)
     _measure_reads(project, corpus, rng, show, m)
     return len(queries)
 
@@ -283,6 +303,7 @@ def _report(label: str, seed: int, scale: Scale, m: _Measures, queries: int) -> 
         "upsert_fact",
         "entity_query",
         "compile_context",
+        "compile_after_write",
         "integrity_verify",
         "audit_contradictions",
     )

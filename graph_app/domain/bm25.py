@@ -6,11 +6,12 @@ epsilon x the average IDF instead, and never less than zero, which a tiny corpus
 The formula is written out here rather than borrowed from rank-bm25: its public API scores a
 corpus given whole at construction, while this index changes one document at a time (term
 postings, document frequencies and lengths are maintained incrementally) and a query only
-touches the postings of its own terms instead of every document. The IDF table is recomputed
-from the document frequencies, in sorted term order, whenever the set changed, so an index
-brought up to date by a series of writes scores exactly like one built from scratch over the
-same documents (the tests check the scores against ``BM25Okapi.get_scores``). Pure Python +
-numpy: no Django import.
+touches the postings of its own terms instead of every document. Each term's IDF is worked out
+from the document frequencies as they are when a query first asks for it after the set changed
+(the floor of the common terms from every term, in sorted term order), so an index brought up
+to date by a series of writes scores exactly like one built from scratch over the same
+documents (the tests check the scores against ``BM25Okapi.get_scores``). Pure Python + numpy:
+no Django import.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar, overload
 
 import numpy as np
 
 from graph_app.domain.postings import Postings, index_of
 from graph_app.domain.stored_columns import Slots
+
+T = TypeVar("T")
 
 K1 = 1.5
 B = 0.75
@@ -37,26 +41,88 @@ IDENTIFIER_BOOST = 1.0
 SEARCHED_SCORES_RATIO = 8
 
 
+def okapi_raw_idf(n_docs: int, df: int) -> float:
+    """Okapi IDF of a term that ``df`` of ``n_docs`` documents hold, before the floor:
+    log((N - df + 0.5) / (df + 0.5)), negative for a term in more than half of them."""
+    return math.log(n_docs - df + 0.5) - math.log(df + 0.5)
+
+
+def okapi_floor(n_docs: int, frequencies: Iterable[int], epsilon: float) -> float:
+    """The IDF a term with a negative raw IDF gets: ``epsilon`` x the average raw IDF over every
+    term (their document frequencies given in sorted term order, so the float does not depend on
+    arrival order), never below zero."""
+    total = 0.0
+    count = 0
+    for df in frequencies:
+        total += okapi_raw_idf(n_docs, df)
+        count += 1
+    return max(epsilon * total / count, 0.0) if count else 0.0
+
+
 def okapi_idf(n_docs: int, document_frequency: dict[str, int], epsilon: float) -> dict[str, float]:
-    """Okapi IDF per term, log((N - df + 0.5) / (df + 0.5)); a negative one (a term in more than
-    half of the documents) becomes ``epsilon`` x the average IDF, and no IDF is below zero, so
-    a term present in a document never makes it rank below one without it. Terms are summed in
-    the order given (sorted by the caller), so the average does not depend on arrival order."""
+    """Okapi IDF per term (``okapi_raw_idf``); a negative one (a term in more than half of the
+    documents) becomes the floor (``okapi_floor``), and no IDF is below zero, so a term present
+    in a document never makes it rank below one without it. ``document_frequency`` in sorted
+    term order."""
     if not n_docs or not document_frequency:
         return {}
-    idf: dict[str, float] = {}
-    negative: list[str] = []
-    total = 0.0
-    for term, df in document_frequency.items():
-        value = math.log(n_docs - df + 0.5) - math.log(df + 0.5)
-        idf[term] = value
-        total += value
-        if value < 0:
-            negative.append(term)
-    floor = epsilon * total / len(idf)
-    for term in negative:
-        idf[term] = floor
-    return {term: max(value, 0.0) for term, value in idf.items()}
+    raw = {term: okapi_raw_idf(n_docs, df) for term, df in document_frequency.items()}
+    if min(raw.values()) >= 0:
+        return raw
+    floor = okapi_floor(n_docs, document_frequency.values(), epsilon)
+    return {term: value if value >= 0 else floor for term, value in raw.items()}
+
+
+class OkapiIdfTable(Mapping[str, float]):
+    """``okapi_idf`` of an index's documents as they are, each term's worked out when first
+    asked for (a query reads a few dozen of its terms; the whole table at 100k facts took
+    about 15 ms after every write). The floor, which needs every term's frequency, is worked out
+    only when a term below zero is asked for. The same floats as ``okapi_idf``: terms summed
+    in sorted order. Valid until the document set changes (``BM25Index`` then makes another)."""
+
+    def __init__(self, postings: Postings, n_docs: int, epsilon: float) -> None:
+        self._postings = postings
+        self._n_docs = n_docs
+        self._epsilon = epsilon
+        self._made: dict[str, float] = {}
+        self._floor: float | None = None
+
+    @overload
+    def get(self, term: str, /) -> float | None: ...
+    @overload
+    def get(self, term: str, default: float | T, /) -> float | T: ...
+
+    def get(self, term: str, default: object = None, /) -> object:
+        found = self._made.get(term)
+        if found is None:
+            df = self._postings.frequency(term)
+            if not df:
+                return default
+            found = okapi_raw_idf(self._n_docs, df)
+            if found < 0:
+                found = self.floor()
+            self._made[term] = found
+        return found
+
+    def floor(self) -> float:
+        """``okapi_floor`` of the documents (worked out once)."""
+        if self._floor is None:
+            frequency = self._postings.frequency
+            terms = sorted(self._postings.terms())
+            self._floor = okapi_floor(self._n_docs, map(frequency, terms), self._epsilon)
+        return self._floor
+
+    def __getitem__(self, term: str) -> float:
+        found = self.get(term)
+        if found is None:
+            raise KeyError(term)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._postings.terms()))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._postings.terms())
 
 
 class BM25Index:
@@ -71,13 +137,14 @@ class BM25Index:
         # Each document's tokens as given (the caller's tuple, shared, not copied): term
         # frequencies are counted again only when a document is replaced.
         self._doc_tokens: Slots[Sequence[str]] = list[Sequence[str]]()
-        self._doc_len: list[int] = []
+        # Each slot's length in tokens, kept in an array with room to grow: a write sets its
+        # slot's, and the length normalisation reads them without converting a list per write.
+        self._lengths = np.zeros(0)
         self._postings = Postings()
         self._total_len = 0
         self._dirty = True
-        self._idf: dict[str, float] = {}
+        self._idf = OkapiIdfTable(self._postings, 0, epsilon)
         self._avgdl = 0.0
-        self._doc_len_array = np.zeros(0)
         # Each document's length normalisation by ``b`` (the index's, or a query's own).
         self._norms: dict[float, np.ndarray] = {}
         # Per term: its documents' slots and the term's BM25 score in each, valid until the
@@ -123,11 +190,14 @@ class BM25Index:
             slot = len(self._keys)
             self._keys.append(None)
             self._doc_tokens.append(())
-            self._doc_len.append(0)
+            if slot >= len(self._lengths):
+                grown = np.zeros(max(slot + 1, 2 * len(self._lengths)))
+                grown[: len(self._lengths)] = self._lengths
+                self._lengths = grown
         self._slot_of[key] = slot
         self._keys[slot] = key
         self._doc_tokens[slot] = tokens
-        self._doc_len[slot] = len(tokens)
+        self._lengths[slot] = len(tokens)
         self._total_len += len(tokens)
         for term, tf in terms.items():
             self._postings.add(term, slot, tf)
@@ -137,8 +207,8 @@ class BM25Index:
     def _unindex(self, slot: int) -> None:
         for term in set(self._doc_tokens[slot]):
             self._postings.remove(term, slot)
-        self._total_len -= self._doc_len[slot]
-        self._doc_len[slot] = 0
+        self._total_len -= int(self._lengths[slot])
+        self._lengths[slot] = 0
         self._dirty = True
 
     def compact(self) -> None:
@@ -147,8 +217,9 @@ class BM25Index:
         self._postings.compact(stored_slots=len(self._keys))
 
     def prepare(self) -> None:
-        """Computes the statistics the next query needs (IDF, average length) now rather than
-        at that query: before a server forks its workers, so that they share them."""
+        """Computes the statistics the next query needs (average length, the table each term's
+        IDF goes into) now rather than at that query: before a server forks its workers, so that
+        they share them."""
         self._refresh()
 
     def _refresh(self) -> None:
@@ -156,15 +227,10 @@ class BM25Index:
             return
         n_docs = len(self._slot_of)
         self._avgdl = self._total_len / n_docs if n_docs else 0.0
-        self._doc_len_array = np.asarray(self._doc_len, dtype=np.float64)
         self._contributions = {}
         # Length normalisations are the same for every query until the set changes.
         self._norms = {}
-        self._idf = okapi_idf(
-            n_docs,
-            {term: self._postings.frequency(term) for term in sorted(self._postings.terms())},
-            self.epsilon,
-        )
+        self._idf = OkapiIdfTable(self._postings, n_docs, self.epsilon)
         self._dirty = False
 
     # -- scoring -------------------------------------------------------------------------
@@ -195,7 +261,8 @@ class BM25Index:
         b = self.b if b is None else b
         norm = self._norms.get(b)
         if norm is None:
-            ratio = self._doc_len_array / self._avgdl if self._avgdl else self._doc_len_array
+            lengths = self._lengths[: len(self._keys)]
+            ratio = lengths / self._avgdl if self._avgdl else lengths
             norm = self._norms[b] = self.k1 * (1 - b + b * ratio)
         return norm
 

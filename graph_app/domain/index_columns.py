@@ -391,8 +391,9 @@ def _bm25_restore(
     bm25._slot_of = dict(zip(keys, range(n), strict=True))
     bm25._keys = list(keys)
     bm25._doc_tokens = SlotList(n, docs.tokens.__getitem__)
-    bm25._doc_len = docs.tokens.lengths()
-    bm25._total_len = sum(bm25._doc_len)
+    lengths = docs.tokens.lengths()
+    bm25._lengths = lengths.astype(np.float64)
+    bm25._total_len = int(lengths.sum())
     runs = _table_read(strings, arrays, "postings", n)
     tfs = _beside(arrays, "postings.tf", runs)
     # Each run's slots ascending (``Postings.run`` is searched by bisection).

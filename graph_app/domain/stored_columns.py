@@ -212,8 +212,9 @@ class Runs:
         ids = self._ids[start : int(self._ends[row])].tolist()
         return cast(tuple[str, ...], tuple(map(self._strings.__getitem__, ids)))
 
-    def lengths(self) -> list[int]:
-        return np.diff(self._ends, prepend=0).tolist()
+    def lengths(self) -> np.ndarray:
+        """Each tuple's length (int64)."""
+        return np.diff(self._ends.astype(np.int64), prepend=0)
 
 
 class Slots(Protocol[T]):

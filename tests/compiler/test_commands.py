@@ -44,9 +44,16 @@ def test_memory_benchmark_small_is_compliant_and_never_stale():
         "audit_contradictions",
         "entity_query",
         "compile_context",
+        "compile_after_write",
         "integrity_verify",
     }
     assert report["operations"]["compile_context"]["n"] == 12
+    # each one after a write of its own, as many as the writes timed
+    assert (
+        report["operations"]["compile_after_write"]["n"]
+        == report["operations"]["upsert_fact"]["n"]
+        > 0
+    )
     assert set(Project.objects.values_list("slug", flat=True)) == before  # cleaned up
 
 

@@ -173,7 +173,7 @@ def test_runs_come_back_as_tuples_of_their_strings():
     strings, ids = _stored(["payment", "service", "ledger"])
     runs = Runs(strings, ids[[0, 1, 2, 0]], np.array([2, 2, 4], dtype=np.int64), 3)
     assert [runs[r] for r in range(3)] == [("payment", "service"), (), ("ledger", "payment")]
-    assert runs.lengths() == [2, 0, 2]
+    assert runs.lengths().tolist() == [2, 0, 2]
 
 
 def test_a_slot_list_makes_stored_slots_and_holds_what_is_written_or_added():
