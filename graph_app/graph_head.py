@@ -25,6 +25,15 @@ def _head_sql() -> str:
     )
 
 
+@cache
+def _log_holds_sql() -> str:
+    project, seq, digest = (sql.column(GraphChange, f) for f in ("project", "seq", "hash"))
+    return (
+        f"SELECT 1 FROM {sql.table(GraphChange)} "
+        f"WHERE {project} = %s AND {seq} = %s AND {digest} = %s"
+    )
+
+
 def graph_head_statement(project: Project) -> tuple[str, list[Any]]:
     """The statement ``graph_head`` runs and its parameters (for a reader on a connection of
     its own: it answers no row before the project's first write)."""
@@ -47,7 +56,8 @@ def graph_log_holds(project: Project, changes: int, head_hash: str) -> bool:
     went on from, not one it went back from (a restored backup, a rolled-back write)."""
     if changes == 0:
         return True
-    return GraphChange.objects.filter(project=project, seq=changes, hash=head_hash).exists()
+    # Read after every write by each process's caches: a statement made once, not the ORM's.
+    return bool(sql.fetch(_log_holds_sql(), [project.pk, changes, head_hash]))
 
 
 def graph_head_continues(*, project: Project, head: GraphHead, current: GraphHead) -> bool:

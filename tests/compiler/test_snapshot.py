@@ -254,6 +254,30 @@ def test_live_index_of_a_history_the_database_no_longer_holds_is_rebuilt(graph):
     assert "on_prem" in markdown
 
 
+def test_live_index_of_a_history_the_graph_went_on_from_after_a_rollback_is_rebuilt(graph):
+    """As above, but the graph then moved past the revision the index had seen: the change log
+    no longer holds the index's last change, so it starts over rather than reading on from a
+    revision whose rows are not the ones it took in."""
+    query = "where is payment_service deployed_to"
+    with pytest.raises(_Undone), transaction.atomic():
+        fact_upsert(
+            project=graph,
+            subject_id="payment_service",
+            predicate="deployed_to",
+            object_value="eu_west_cluster",
+        )
+        assert "eu_west_cluster" in context_compile(project=graph, query=query)["markdown"]
+        raise _Undone
+    fact_upsert(
+        project=graph, subject_id="payment_service", predicate="deployed_to", object_value="on_prem"
+    )
+    fact_upsert(project=graph, subject_id="ledger_store", predicate="owned_by", object_value="ops")
+
+    markdown = context_compile(project=graph, query=query, max_tokens=600)["markdown"]
+    assert "eu_west_cluster" not in markdown
+    assert "on_prem" in markdown
+
+
 @pytest.mark.parametrize(
     "damage",
     [
