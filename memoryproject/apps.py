@@ -6,7 +6,8 @@ from django.apps import AppConfig
 def _screening_warm(projects: Sequence[str] | None) -> None:
     """Secret screening's rules compiled (detect-secrets' provider formats imported with
     them, 40 to 55 ms), so that a server's first screened text, often the query of an agent's
-    first compile, does not wait for them; in gunicorn's master, before its workers fork."""
+    first compile, does not wait for them; in the REST API's main process, before its workers
+    fork."""
     from memoryproject.domain.screening_secrets import secret_rules
 
     secret_rules()

@@ -3,8 +3,8 @@
 The SQLite database and the ``-wal``, ``-shm`` and ``-writer`` files beside it, backups, index
 snapshots, exports and the secret key hold the memory or what signs for it. Every door
 (``manage.py`` and its commands, ``mcp_serve`` among them; the WSGI and ASGI applications;
-gunicorn's master with the preloaded application, or each worker without it) imports the
-settings before it creates a file of the service, and the settings' first act is
+the REST API server's main process with the preloaded application, or each worker without it)
+imports the settings before it creates a file of the service, and the settings' first act is
 ``umask_apply``: from then on the process creates files 0600 and directories 0700, whichever
 library does it (SQLite creates the database and gives its journals the database's mode).
 ``MEMORY_UMASK`` sets another mask, or ``inherit`` keeps the one the process started with.

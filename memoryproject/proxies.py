@@ -19,8 +19,8 @@ whichever of them the proxy does not set itself, since a proxy passes unknown he
 Both doors use `client_address`: `TrustedProxyMiddleware` (Django: REST, admin) rewrites
 ``REMOTE_ADDR``, `TrustedProxyHeaders` (ASGI: MCP over streamable HTTP, served by uvicorn with
 its own proxy handling off) rewrites the scope's ``client``; failed-authentication throttling
-then counts that address. gunicorn trusts the same list and decides no scheme itself
-(memoryproject/gunicorn_conf.py).
+then counts that address. The REST API's server (granian, memoryproject/server.py) reads no
+forwarded header itself: ``REMOTE_ADDR`` is the TCP peer and the scheme is the connection's.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def proxy_networks(items: Iterable[str]) -> tuple[Network, ...]:
                 "addresses or networks"
             )
         try:
-            # Strict, as gunicorn reads the same list: 10.0.0.1/8 is a typo for 10.0.0.0/8.
+            # Strict: 10.0.0.1/8 is a typo for 10.0.0.0/8, refused rather than guessed at.
             networks.append(ipaddress.ip_network(text))
         except ValueError:
             raise ValueError(

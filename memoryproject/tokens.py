@@ -118,5 +118,5 @@ def joined_tokens(lines: Sequence[str], counts: Sequence[int]) -> int:
 
 def tokens_warm() -> None:
     """Loads the encoding and runs it once (its first encode costs far more than the rest): in a
-    server's master before it forks, so that no worker pays for it on a request."""
+    server's main process before it forks, so that no worker pays for it on a request."""
     count_tokens("Memory context: warm the tokenizer.")

@@ -1,8 +1,8 @@
-"""What a server process loads before its first request: gunicorn's master before it forks its
-workers (``gunicorn_conf``), so each worker starts with it, shared copy-on-write; the MCP server
-(``mcp_serve``) in the background as it starts, so the agent's first call finds it loaded. Each
-app registers its warmers in its ``AppConfig.ready()``; the server's start-up runs them without
-importing the apps."""
+"""What a server process loads before its first request: the REST API's main process before it
+forks its workers (``memoryproject.server``), so each worker starts with it, shared
+copy-on-write; the MCP server (``mcp_serve``) in the background as it starts, so the agent's
+first call finds it loaded. Each app registers its warmers in its ``AppConfig.ready()``; the
+server's start-up runs them without importing the apps."""
 
 from __future__ import annotations
 

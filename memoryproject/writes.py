@@ -3,13 +3,14 @@
 SQLite has one write lock per database, taken at ``BEGIN IMMEDIATE``. A connection that finds
 it held sleeps in SQLite's busy handler with growing waits (1, 2, 5 ... 100 ms) and polls again,
 so under concurrent writers the lock sits idle between a commit and the next poll and the
-slowest writer waits hundreds of milliseconds (with two gunicorn workers, two processes' worth
+slowest writer waits hundreds of milliseconds (with two server workers, two processes' worth
 of writers got no more done than one). Here writers queue instead: the threads of one process on
 a Python lock, then one writer per process on an exclusive ``flock`` of a file beside the
 database (``<database>-writer``), which the kernel hands to the next waiter as soon as the
-writer before it commits. A process that dies releases its ``flock``; a hung one is bounded by
-the server's worker timeout. PostgreSQL, which queues its row locks itself, in-memory SQLite
-databases and blocks nested in a transaction already open go straight through.
+writer before it commits. A process that dies releases its ``flock``; a hung one holds it until
+it is killed (the REST API's server has no per-request timeout). PostgreSQL, which queues its
+row locks itself, in-memory SQLite databases and blocks nested in a transaction already open go
+straight through.
 
 A write's sync to disk needs no place in the queue either. Connections commit at
 ``synchronous=FULL`` (memoryproject.dbconfig), which flushes the write-ahead log inside the

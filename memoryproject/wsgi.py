@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn memoryproject.wsgi)."""
+"""WSGI entry point (served by ``python -m memoryproject.server``)."""
 
 import os
 

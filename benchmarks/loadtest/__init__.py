@@ -1,4 +1,4 @@
-"""Load and crash testing over the real doors: gunicorn instances serving the REST API on their
+"""Load and crash testing over the real doors: server instances serving the REST API on their
 own database, concurrent HTTP clients writing and reading, then proof that every acknowledged
 write is still there and that the injection log and the graph verify.
 

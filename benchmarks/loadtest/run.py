@@ -1,4 +1,4 @@
-"""One load test from start to verdict: a fresh database, gunicorn instance(s), the clients for
+"""One load test from start to verdict: a fresh database, server instance(s), the clients for
 the duration, then verification; the report as a table or one JSON object."""
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def start_servers(target: Target, options: LoadOptions, log_dir: Path) -> list[A
             server = AppServer(
                 env=target.env,
                 port=port,
-                log_path=log_dir / f"gunicorn-{port}.log",
+                log_path=log_dir / f"server-{port}.log",
                 workers=options.resolved_workers(),
                 threads=options.threads,
             )

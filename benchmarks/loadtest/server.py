@@ -1,4 +1,4 @@
-"""A gunicorn instance serving the REST API on a load test's database: started in its own
+"""The REST API's server (memoryproject/server.py) serving on a load test's database: started in its own
 process group so that it can be stopped, or killed with SIGKILL as a crash would, whole."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import IO
 
 from benchmarks.loadtest.target import REPO, LoadTestError
 
-#: The command that serves the project's WSGI application under gunicorn (its options follow).
-GUNICORN = (sys.executable, "-m", "gunicorn", "memoryproject.wsgi:application")
+#: The command that serves the REST API as deployed (its options follow).
+SERVER = (sys.executable, "-m", "memoryproject.server")
 
 
 def free_port() -> int:
@@ -38,7 +38,7 @@ def _healthy(port: int) -> bool:
 
 
 class AppServer:
-    """``gunicorn memoryproject.wsgi`` (gthread workers) on 127.0.0.1:``port``."""
+    """``python -m memoryproject.server`` on 127.0.0.1:``port``."""
 
     def __init__(
         self,
@@ -59,28 +59,15 @@ class AppServer:
 
     def command(self) -> list[str]:
         return [
-            *GUNICORN,
+            *SERVER,
             "--bind",
             f"127.0.0.1:{self.port}",
-            "--worker-class",
-            "gthread",
             "--workers",
             str(self.workers),
             "--threads",
             str(self.threads),
-            "--timeout",
-            "120",
-            "--graceful-timeout",
-            "10",
-            # Clients keep their connection between requests; a short keep-alive would race
-            # a request sent just as the server closes the idle connection.
-            "--keep-alive",
-            "30",
             "--log-level",
             "warning",
-            # gunicorn's control socket sits at one path per user: several servers at once
-            # would take it from one another (memoryproject/gunicorn_conf.py).
-            "--no-control-socket",
         ]
 
     def start(self, timeout: float = 60) -> None:
@@ -108,11 +95,11 @@ class AppServer:
         deadline = time.monotonic() + timeout
         while not _healthy(self.port):
             if self.process.poll() is not None:
-                raise LoadTestError(f"gunicorn on port {self.port} exited:\n{self.log_tail()}")
+                raise LoadTestError(f"the server on port {self.port} exited:\n{self.log_tail()}")
             if time.monotonic() > deadline:
                 self.kill()
                 raise LoadTestError(
-                    f"gunicorn on port {self.port} did not answer:\n{self.log_tail()}"
+                    f"the server on port {self.port} did not answer:\n{self.log_tail()}"
                 )
             time.sleep(0.2)
 
@@ -126,7 +113,7 @@ class AppServer:
         return True
 
     def kill(self) -> None:
-        """SIGKILL to the master and every worker at once, as a crash would."""
+        """SIGKILL to the main process and every worker at once, as a crash would."""
         if self._signal(signal.SIGKILL) and self.process is not None:
             self.process.wait()
         self._close_log()

@@ -2,8 +2,8 @@
 
 ``mcp_first_compile`` starts ``manage.py mcp_serve`` over stdio under the MCP SDK's own client
 and times the handshake and the first ``memory_compile_context`` answer from the launch;
-``gunicorn_first_compile`` starts gunicorn with the deployment's configuration file
-(memoryproject/gunicorn_conf.py) and times the launch to the first ``POST /v1/graph/compile``
+``web_first_compile`` starts the REST API's server as deployed (``python -m
+memoryproject.server``, granian) and times the launch to the first ``POST /v1/graph/compile``
 answer over HTTP. Both then read each server process's memory from
 ``/proc/<pid>/smaps_rollup``: RSS counts every page a process maps (pages shared with other
 processes, the interpreter's and an index snapshot's file pages included), PSS divides each
@@ -167,13 +167,13 @@ def _post(port: int, key: str, body: dict[str, Any]) -> int | None:
         connection.close()
 
 
-def gunicorn_first_compile(slug: str, query: str, key: str, *, workers: int = 2) -> dict[str, Any]:
-    """Launch of gunicorn (the deployment's configuration, ``workers`` workers) to its first
+def web_first_compile(slug: str, query: str, key: str, *, workers: int = 2) -> dict[str, Any]:
+    """Launch of the REST API's server (as deployed, ``workers`` workers) to its first
     ``POST /v1/graph/compile`` answer with API key ``key``, in ms, with the memory of its
-    master and workers after a few more answers (which reach every worker, most likely)."""
+    main process and workers after a few more answers (which reach every worker, most
+    likely)."""
     port = _free_port()
-    command = [sys.executable, "-m", "gunicorn", "memoryproject.wsgi"]
-    command += ["--config", str(Path(settings.BASE_DIR) / "memoryproject" / "gunicorn_conf.py")]
+    command = [sys.executable, "-m", "memoryproject.server"]
     command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
     command += ["--log-level", "warning"]
     body = {"project": slug, "query": query, "max_tokens": 800}
@@ -191,7 +191,7 @@ def gunicorn_first_compile(slug: str, query: str, key: str, *, workers: int = 2)
         status = None
         while status is None:
             if process.poll() is not None or time.perf_counter() - start > TIMEOUT_SECONDS:
-                raise RuntimeError(f"gunicorn did not answer: {_tail(process)}")
+                raise RuntimeError(f"the server did not answer: {_tail(process)}")
             status = _post(port, key, body)
             if status is None:
                 time.sleep(POLL_SECONDS)
@@ -205,7 +205,7 @@ def gunicorn_first_compile(slug: str, query: str, key: str, *, workers: int = 2)
         # Connections are spread over the workers' sockets: a few more reach every worker.
         for _ in range(4 * workers):
             _post(port, key, body)
-        report["processes"] = [{"role": "master", **memory_of(process.pid)}] + [
+        report["processes"] = [{"role": "main", **memory_of(process.pid)}] + [
             {"role": "worker", **memory_of(pid)} for pid in children_of(process.pid)
         ]
     finally:
@@ -243,13 +243,13 @@ def first_compiles(slug: str, query: str, *, repeat: int = 1, pause: float = 0.0
     seconds after the handshake."""
     state = snapshot_state(slug)
     api_key, key = api_key_create(name="first compile", project_slugs=[slug], scope=Scope.READ)
-    runs: dict[str, list[dict[str, Any]]] = {"mcp_stdio": [], "gunicorn": []}
+    runs: dict[str, list[dict[str, Any]]] = {"mcp_stdio": [], "web": []}
     if pause:
         runs["mcp_paused"] = []
     try:
         for _ in range(repeat):
             runs["mcp_stdio"].append(mcp_first_compile(slug, query))
-            runs["gunicorn"].append(gunicorn_first_compile(slug, query, key))
+            runs["web"].append(web_first_compile(slug, query, key))
             if pause:
                 runs["mcp_paused"].append(mcp_first_compile(slug, query, pause=pause))
     finally:

@@ -2,7 +2,7 @@
 same traces, the same load run against each in alternating rounds; req/s, p50/p99 latency and
 non-2xx answers for each, and our throughput as a ratio to the peer's.
 
-Ours runs as deployed: gunicorn (2 workers, memoryproject/gunicorn_conf.py) on a SQLite file,
+Ours runs as deployed: ``python -m memoryproject.server`` (granian, 2 workers) on a SQLite file,
 API-key authentication on, a chained receipt appended to the injection log by every plan. The
 peer runs as its README says: uvicorn in its own virtual environment, traces in SQLite, with as
 many worker processes as ours unless ``peer_workers`` says otherwise, so that neither side has
@@ -33,7 +33,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from benchmarks.loadtest.server import GUNICORN, AppServer, free_port
+from benchmarks.loadtest.server import AppServer, free_port
 from benchmarks.loadtest.target import REPO, LoadTestError, target_prepare
 from benchmarks.memory.coldstart import memory_of
 from benchmarks.memory.processes import children_of
@@ -43,7 +43,6 @@ PROJECT = "bench-plan"
 TARGET_RATIO = 1.5
 PEER_PACKAGES = ("fastapi>=0.104", "uvicorn[standard]>=0.24", "pydantic>=2")
 MODELS = ("claude-sonnet-4", "gpt-4.1", "claude-opus-4", "llama-3.3-70b")
-GUNICORN_CONF = REPO / "memoryproject" / "gunicorn_conf.py"
 WRK_MARK = "PLANBENCH "
 
 
@@ -91,20 +90,10 @@ def load_tool(choice: str) -> str:
 
 
 class OurServer(AppServer):
-    """gunicorn with the deployment's configuration file."""
+    """The REST API's server with the deployment's settings (one Python thread a worker)."""
 
-    def command(self) -> list[str]:
-        return [
-            *GUNICORN,
-            "--config",
-            str(GUNICORN_CONF),
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(self.workers),
-            "--log-level",
-            "warning",
-        ]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(threads=1, **kwargs)
 
 
 class PeerServer:
@@ -417,7 +406,7 @@ def peer_compare(options: PeerOptions) -> dict[str, Any]:
     ours = OurServer(
         env=target.env,
         port=free_port(),
-        log_path=options.workdir / "gunicorn.log",
+        log_path=options.workdir / "server.log",
         workers=options.workers,
     )
     peer = PeerServer(
@@ -462,7 +451,7 @@ def peer_compare(options: PeerOptions) -> dict[str, Any]:
 
 
 def workers_memory(server: AppServer) -> list[dict[str, float]]:
-    """RSS and PSS (MiB) of each of ``server``'s gunicorn workers: read after the warm-up and
+    """RSS and PSS (MiB) of each of ``server``'s workers: read after the warm-up and
     at the end of the rounds, they show whether a worker grows with the plans it answers."""
     assert server.process is not None
     return [memory_of(pid) for pid in children_of(server.process.pid)]
@@ -501,7 +490,7 @@ def _report(
         "traces": options.traces,
         "n": options.n,
         "ours": {
-            "server": f"gunicorn, {options.workers} workers (memoryproject/gunicorn_conf.py), "
+            "server": f"granian, {options.workers} workers (memoryproject/server.py), "
             "SQLite file, API-key auth, a chained receipt per plan",
             **ours,
         },

@@ -200,7 +200,7 @@ def test_entries_are_canonical_json_and_lines_written_escaped_still_verify(setti
     assert [e.body.get("label") for e in read.entries][-2:] == ["café ✓", "after"]
 
 
-# --- two writers on one head (two gunicorn workers) --------------------------------------------
+# --- two writers on one head (two server workers) ----------------------------------------------
 
 STREAM = "test_stream"
 

@@ -284,7 +284,7 @@ def test_openapi_schema_is_valid_without_warnings(tmp_path):
 
 
 def test_tokens_warm_loads_the_encoding_that_counting_nothing_does_not():
-    # A server's master warms the tokenizer before forking; counting "" would load nothing.
+    # A server's main process warms the tokenizer before forking; counting "" would load nothing.
     from memoryproject import tokens
 
     tokens._encoding_locked.cache_clear()

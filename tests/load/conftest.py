@@ -1,7 +1,7 @@
-"""Load and crash tests run gunicorn on a database of their own: on PostgreSQL whenever one is
-reachable (the scale-out story: several servers on one database), whatever database the rest
-of the suite runs on; else on a SQLite file with the project's SQLite settings. The database
-is dropped afterwards."""
+"""Load and crash tests run the REST API's server (``python -m memoryproject.server``) on a
+database of their own: on PostgreSQL whenever one is reachable (the scale-out story: several
+servers on one database), whatever database the rest of the suite runs on; else on a SQLite
+file with the project's SQLite settings. The database is dropped afterwards."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Servers the load tests start as deployed (memoryproject/gunicorn_conf.py) or with the load
-tests' own options, on a prepared database."""
+"""Servers the load tests start as deployed (``python -m memoryproject.server`` with the
+deployment's settings) or with the load tests' own options, on a prepared database."""
 
 from __future__ import annotations
 
@@ -17,17 +17,19 @@ def started(
     *,
     server_class: type[AppServer] = OurServer,
     workers: int = 2,
-    threads: int = 2,
+    threads: int | None = None,
     **env: str,
 ) -> AppServer:
     """A server of ``server_class`` on ``target``'s database, answering, its log at
-    ``tmp_path/<name>.log``; ``env`` added to the target's environment."""
+    ``tmp_path/<name>.log``; ``env`` added to the target's environment. ``threads`` None:
+    the class's own (OurServer's one Python thread a worker, as deployed)."""
+    options = {} if threads is None else {"threads": threads}
     server = server_class(
         env={**target.env, **env},
         port=free_port(),
         log_path=tmp_path / f"{name}.log",
         workers=workers,
-        threads=threads,
+        **options,
     )
     server.start()
     return server

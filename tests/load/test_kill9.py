@@ -1,6 +1,7 @@
-"""Crashes mid-stream: SIGKILL to gunicorn (master and workers) while clients write, and
-SIGKILL to an MCP stdio server while a real MCP client writes. Whatever the service had
-acknowledged is there afterwards, and the injection log and the graph still verify."""
+"""Crashes mid-stream: SIGKILL to the REST API's server (its main process and workers) while
+clients write, and SIGKILL to an MCP stdio server while a real MCP client writes. Whatever the
+service had acknowledged is there afterwards, and the injection log and the graph still
+verify."""
 
 from __future__ import annotations
 
@@ -43,17 +44,17 @@ def wait_for(condition, timeout: float = 90) -> None:
         time.sleep(0.1)
 
 
-def test_gunicorn_killed_mid_stream_keeps_every_acknowledged_write(load_database_url, tmp_path):
+def test_server_killed_mid_stream_keeps_every_acknowledged_write(load_database_url, tmp_path):
     target = target_prepare(load_database_url("kill9"))
     server = AppServer(
-        env=target.env, port=free_port(), log_path=tmp_path / "gunicorn.log", workers=2, threads=4
+        env=target.env, port=free_port(), log_path=tmp_path / "server.log", workers=2, threads=4
     )
     workload = Workload(ports=[server.port], key=target.write_key, clients=8, subjects=2, seed=9)
     try:
         server.start()
         workload.start()
         wait_for(lambda: acknowledged(workload) >= 40 and workload.in_flight >= 2)
-        server.kill()  # SIGKILL to master and workers while clients wait for answers
+        server.kill()  # SIGKILL to the main process and workers while clients wait for answers
         before = acknowledged(workload)
         time.sleep(1)
         server.start()  # clients reconnect on their own

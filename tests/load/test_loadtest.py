@@ -1,5 +1,5 @@
 """`manage.py loadtest` as CI runs it: ten seconds of 16 concurrent clients over HTTP against
-gunicorn, then every acknowledged write found again and every verification passing."""
+the REST API's server, then every acknowledged write found again and every verification passing."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_ten_second_load_loses_nothing_and_verifies(load_database_url, tmp_path)
     )
     assert result.stdout.strip(), result.stderr
     report = json.loads(result.stdout)
-    logs = "".join(p.read_text(errors="replace")[-2000:] for p in tmp_path.glob("gunicorn-*.log"))
+    logs = "".join(p.read_text(errors="replace")[-2000:] for p in tmp_path.glob("server-*.log"))
     assert result.returncode == 0, json.dumps(report, indent=1)[-4000:] + logs
 
     assert report["ok"] is True

@@ -1,6 +1,6 @@
-"""Two gunicorn instances on one database, the way users grow past one machine: clients of
-both write at once — plans that append receipts, and upserts of the same singular predicates
-on the same subject. Afterwards the injection log is one contiguous chain and each singular
+"""Two instances of the REST API's server on one database, the way users grow past one
+machine: clients of both write at once — plans that append receipts, and upserts of the same
+singular predicates on the same subject. Afterwards the injection log is one contiguous chain and each singular
 predicate has exactly one active fact."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""gunicorn as deployed (memoryproject/gunicorn_conf.py) loads every project's compiler index
-in the master before it forks: workers start with it instead of each building its own on its
-first compile. Read from the processes' own log lines (the index says when it is built from
-the rows, loaded from a snapshot, or warmed, and in which process)."""
+"""The REST API's server as deployed (``python -m memoryproject.server``) loads every
+project's compiler index in its main process before it forks: workers start with it instead
+of each building its own on its first compile. Read from the processes' own log lines (the
+index says when it is built from the rows, loaded from a snapshot, or warmed, and in which
+process)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def _index_lines(log_text):
     return found
 
 
-def test_workers_start_with_the_index_the_master_warmed(load_database_url, tmp_path):
+def test_workers_start_with_the_index_the_main_process_warmed(load_database_url, tmp_path):
     target = target_prepare(load_database_url("warm"))
     first = _serve(target, tmp_path, "first")
     try:
@@ -72,27 +73,27 @@ def test_workers_start_with_the_index_the_master_warmed(load_database_url, tmp_p
     finally:
         first.stop()
 
-    # As deployed: the master warms the index, then forks.
+    # As deployed: the main process warms the index, then forks.
     warm = _serve(target, tmp_path, "warm")
     try:
         cited = _compile_on_every_worker(warm, target.write_key)
-        master = warm.process.pid
+        main = warm.process.pid
     finally:
         warm.stop()
     log = (tmp_path / "warm.log").read_text()
     assert all(len(c) == 20 for c in cited)  # every fact, from every worker
-    warmed = [line for line in log.splitlines() if f"indexes warmed in process {master}:" in line]
+    warmed = [line for line in log.splitlines() if f"indexes warmed in process {main}:" in line]
     assert warmed and f"'{target.project}': 20" in warmed[0]  # at the 20th fact's revision
     lines = _index_lines(log)
-    assert lines and {pid for pid, _, _ in lines} == {master}, lines  # no worker built one
+    assert lines and {pid for pid, _, _ in lines} == {main}, lines  # no worker built one
 
     # Without the preload each worker builds (or loads) its own on its first compile: the
     # check above can tell the two apart.
-    cold = _serve(target, tmp_path, "cold", GUNICORN_PRELOAD="0")
+    cold = _serve(target, tmp_path, "cold", SERVER_PRELOAD="0")
     try:
         _compile_on_every_worker(cold, target.write_key)
-        master = cold.process.pid
+        main = cold.process.pid
     finally:
         cold.stop()
     lines = _index_lines((tmp_path / "cold.log").read_text())
-    assert lines and master not in {pid for pid, _, _ in lines}, lines
+    assert lines and main not in {pid for pid, _, _ in lines}, lines

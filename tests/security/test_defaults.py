@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from email.message import Message
 from pathlib import Path
 
 import pytest
@@ -134,13 +135,13 @@ def test_make_run_serves_with_debug_off_and_needs_no_configuration():
     assert "PLAIN_HTTP=$${PLAIN_HTTP:-1}" in recipe
 
 
-def test_make_run_serves_through_gunicorn_as_production_does():
+def test_make_run_serves_through_the_production_server():
     """docs/getting-started.md and docs/operations.md: `make run` is the production command."""
     recipe = _make_run_recipe()
     assert "runserver" not in recipe
-    assert "gunicorn memoryproject.wsgi -c memoryproject/gunicorn_conf.py" in recipe
+    assert "$(PY) -m memoryproject.server --bind $(HOST):$(PORT)" in recipe
     production = (ROOT / "docs" / "operations.md").read_text()
-    assert "gunicorn memoryproject.wsgi -c memoryproject/gunicorn_conf.py" in production
+    assert "python -m memoryproject.server" in production
 
 
 def _database_url() -> str:
@@ -175,24 +176,25 @@ def _free_port() -> int:
     raise RuntimeError("no free port in 18200-18299")
 
 
-def _get(url: str) -> tuple[int, dict[str, str], bytes]:
+def _get(url: str) -> tuple[int, Message, bytes]:
+    """The status, headers (names read case-insensitively, as HTTP does: the server sends
+    them in lower case) and body of a GET."""
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        return error.code, error.headers, error.read()
 
 
 @pytest.fixture
 def production_server(tmp_path, transactional_db, default_project) -> Iterator[str]:
-    """The server as `make run` starts it: gunicorn with the deployed configuration, no DEBUG,
-    no SECRET_KEY, plain HTTP on loopback."""
+    """The server as `make run` starts it: ``python -m memoryproject.server`` with the deployed
+    settings (the application preloaded), no DEBUG, no SECRET_KEY, plain HTTP on loopback."""
     port = _free_port()
     process = subprocess.Popen(
         [
-            *(sys.executable, "-m", "gunicorn", "memoryproject.wsgi"),
-            *("-c", "memoryproject/gunicorn_conf.py", "--bind", f"127.0.0.1:{port}"),
-            *("--workers", "1"),
+            *(sys.executable, "-m", "memoryproject.server"),
+            *("--bind", f"127.0.0.1:{port}", "--workers", "1"),
         ],
         cwd=ROOT,
         env=_env(tmp_path, PLAIN_HTTP="1", DATABASE_URL=_database_url()),

@@ -1,11 +1,12 @@
 """Forwarded headers count from TRUSTED_PROXIES only, on both doors.
 
-REST is served by gunicorn with the deployment's configuration and MCP by `mcp_serve` over
-streamable HTTP, both with TRUSTED_PROXIES=127.0.0.2: a request whose connection comes from
-127.0.0.2 plays the proxy, one from 127.0.0.1 a client that reaches the server directly. A
-client forging X-Forwarded-For is counted at its own address, so rotating the header after the
-failed-authentication limit still gets 429; behind the trusted proxy each forwarded client is
-counted apart; and a key tried from many addresses is stopped by its own bucket.
+REST is served by `python -m memoryproject.server` (granian) as deployed and MCP by `mcp_serve`
+over streamable HTTP, both with TRUSTED_PROXIES=127.0.0.2: a request whose connection comes from
+127.0.0.2 plays the proxy, one from 127.0.0.1 a client that reaches the server directly; the
+server itself believes no forwarded header. A client forging X-Forwarded-For is counted at its
+own address, so rotating the header after the failed-authentication limit still gets 429; behind
+the trusted proxy each forwarded client is counted apart; and a key tried from many addresses is
+stopped by its own bucket.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from tests.mcp.conftest import (
 PROXY, DIRECT = "127.0.0.2", "127.0.0.1"
 LIMIT = 3
 SERVED = {"TRUSTED_PROXIES": PROXY, "MEMORY_AUTH_FAILURES": str(LIMIT)}
-GUNICORN_CONF = REPO / "memoryproject" / "gunicorn_conf.py"
 _guesses = itertools.count()
 
 
@@ -144,26 +144,6 @@ def test_the_asgi_door_applies_the_same_rule(settings):
     assert direct["headers"] == [(b"authorization", b"Bearer k")]
 
 
-def _gunicorn_conf(monkeypatch, **env):
-    import importlib.util
-
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    spec = importlib.util.spec_from_file_location("gunicorn_conf_proxies", GUNICORN_CONF)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_gunicorn_trusts_the_same_proxies_and_sets_no_scheme_itself(monkeypatch):
-    monkeypatch.delenv("TRUSTED_PROXIES", raising=False)
-    default = _gunicorn_conf(monkeypatch)
-    assert default.forwarded_allow_ips == "" and default.secure_scheme_headers == {}
-    listed = _gunicorn_conf(monkeypatch, TRUSTED_PROXIES=" 10.0.0.0/8, ::1 ,")
-    assert listed.forwarded_allow_ips == "10.0.0.0/8,::1"
-
-
 # --- over real HTTP ----------------------------------------------------------------------------
 
 
@@ -211,23 +191,23 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def start_gunicorn(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
-    """gunicorn with the deployment's configuration, one worker (throttles counted in one
-    process's memory), once it answers."""
+def start_server(
+    tmp_path: Path, env: dict[str, str], *, unset: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], int]:
+    """The REST API's server as deployed (``python -m memoryproject.server``), one worker
+    (throttles counted in one process's memory), once it answers; ``env`` added to the
+    environment, the variables named in ``unset`` taken out."""
     port = free_port()
-    log = tmp_path / f"gunicorn_{port}.log"
+    log = tmp_path / f"server_{port}.log"
+    inherited = {name: value for name, value in os.environ.items() if name not in unset}
     with log.open("wb") as errlog:
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "memoryproject.wsgi:application",
-                *("--config", str(GUNICORN_CONF), "--bind", f"127.0.0.1:{port}"),
-                *("--workers", "1", "--log-level", "warning"),
+                *(sys.executable, "-m", "memoryproject.server"),
+                *("--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"),
             ],
             cwd=REPO,
-            env={**os.environ, **server_env(), "GUNICORN_PRELOAD": "0", **env},
+            env={**inherited, **server_env(), "SERVER_PRELOAD": "0", **env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errlog,
@@ -235,7 +215,7 @@ def start_gunicorn(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Pope
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
-            raise AssertionError(f"gunicorn exited early:\n{log.read_text()}")
+            raise AssertionError(f"the server exited early:\n{log.read_text()}")
         try:
             if ask(port, source=DIRECT, path="/healthz") == 200:
                 return process, port
@@ -243,7 +223,7 @@ def start_gunicorn(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Pope
             pass
         if time.monotonic() > deadline:
             _stop(process)
-            raise AssertionError(f"gunicorn did not answer:\n{log.read_text()}")
+            raise AssertionError(f"the server did not answer:\n{log.read_text()}")
         time.sleep(0.2)
 
 
@@ -251,7 +231,7 @@ def start_gunicorn(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Pope
 def served(request, transactional_db, tmp_path) -> Iterator[Served]:
     """The door under test, with TRUSTED_PROXIES=127.0.0.2 and a limit of 3 failures."""
     if request.param == "rest":
-        process, port = start_gunicorn(tmp_path, SERVED)
+        process, port = start_server(tmp_path, SERVED)
         try:
             yield Served(port, "/v1/projects")
         finally:
@@ -351,20 +331,59 @@ def test_the_mcp_client_behind_the_trusted_proxy_works_while_a_neighbour_is_bloc
         connection.close()
 
 
+#: Scheme headers some servers believe from a loopback peer by default; none says https here.
+SCHEME_HEADERS = {
+    "X-Forwarded-Protocol": "ssl",
+    "X-Forwarded-Ssl": "on",
+    "X-Forwarded-Scheme": "https",
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("trusted", ["0", "1"])
-def test_gunicorn_and_django_believe_x_forwarded_proto_from_the_trusted_proxy_only(
+def test_the_server_and_django_believe_x_forwarded_proto_from_the_trusted_proxy_only(
     tmp_path, transactional_db, trusted
 ):
     env = {"TRUSTED_PROXIES": PROXY, "SECURE_SSL_REDIRECT": "1", "TRUST_X_FORWARDED_PROTO": trusted}
-    process, port = start_gunicorn(tmp_path, env)
+    process, port = start_server(tmp_path, env)
     https = {"X-Forwarded-Proto": "https"}
     try:
         # From a client that reaches the server directly the header is never believed.
         assert ask(port, source=DIRECT, headers=https) == 301
-        # From the proxy only when TRUST_X_FORWARDED_PROTO says so: gunicorn decides nothing.
+        # From the proxy only when TRUST_X_FORWARDED_PROTO says so: the server decides nothing.
         assert ask(port, source=PROXY, headers=https) == (401 if trusted == "1" else 301)
         assert ask(port, source=PROXY) == 301
+        # No other header makes a request https, not even from the trusted proxy.
+        assert ask(port, source=PROXY, headers=SCHEME_HEADERS) == 301
+    finally:
+        _stop(process)
+        connection.close()
+
+
+@pytest.mark.slow
+def test_without_trusted_proxies_the_server_believes_no_forwarded_header(
+    tmp_path, transactional_db
+):
+    """As deployed with TRUSTED_PROXIES unset, a loopback peer is no proxy either: its
+    forwarded scheme is not believed (the request is redirected to https) and a forged
+    X-Forwarded-For does not spread its failed authentications over many addresses."""
+    env = {"SECURE_SSL_REDIRECT": "1", "MEMORY_AUTH_FAILURES": str(LIMIT)}
+    process, port = start_server(tmp_path, env, unset=("TRUSTED_PROXIES",))
+    try:
+        for source in (DIRECT, PROXY):
+            assert ask(port, source=source, headers={"X-Forwarded-Proto": "https"}) == 301
+            assert ask(port, source=source, headers=SCHEME_HEADERS) == 301
+    finally:
+        _stop(process)
+    process, port = start_server(
+        tmp_path, {"MEMORY_AUTH_FAILURES": str(LIMIT)}, unset=("TRUSTED_PROXIES",)
+    )
+    try:
+        statuses = [
+            ask(port, source=DIRECT, key=guess(), headers={"X-Forwarded-For": f"198.51.100.{i}"})
+            for i in range(LIMIT + 1)
+        ]
+        assert statuses == [401] * LIMIT + [429]
     finally:
         _stop(process)
         connection.close()

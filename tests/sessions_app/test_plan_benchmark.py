@@ -69,9 +69,9 @@ def test_against_refuses_a_run_without_rounds():
     bool(peer_missing(PEER_DIR)), reason="no CognOS gateway copy beside the checkout"
 )
 def test_side_by_side_run_serves_both_and_receipts_every_plan(tmp_path):
-    """A short real run: our gunicorn (two workers, API key, receipts) and the peer's uvicorn
-    with as many workers, the same load against each; every plan we answered wrote exactly one
-    chained receipt."""
+    """A short real run: our server (granian, two workers, API key, receipts) and the peer's
+    uvicorn with as many workers, the same load against each; every plan we answered wrote
+    exactly one chained receipt."""
     out = StringIO()
     call_command(
         "plan_benchmark",
@@ -96,7 +96,7 @@ def test_side_by_side_run_serves_both_and_receipts_every_plan(tmp_path):
     )
     result = json.loads(out.getvalue())
     assert result["load"]["tool"] == "python" and result["load"]["rounds"] == 2
-    assert result["ours"]["server"].startswith("gunicorn, 2 workers")
+    assert result["ours"]["server"].startswith("granian, 2 workers")
     assert result["peer"]["server"].startswith("CognOS gateway, uvicorn, 2 worker(s)")
     for side in ("ours", "peer"):
         assert len(result[side]["runs"]) == 2
@@ -113,4 +113,4 @@ def test_side_by_side_run_serves_both_and_receipts_every_plan(tmp_path):
         assert len(memory[moment]) == 2
         assert all(0 < worker["pss_mb"] <= worker["rss_mb"] for worker in memory[moment])
     # Our server logged no error while it served the load.
-    assert "Traceback" not in (tmp_path / "gunicorn.log").read_text()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()

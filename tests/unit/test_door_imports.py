@@ -68,10 +68,11 @@ assert len(server._tool_manager.list_tools()) >= 14
 print("\\n".join(sorted(sys.modules)))
 """
 
-# As gunicorn loads the application (memoryproject/gunicorn_conf.py): the WSGI module, then
-# every URL's view.
+# As the REST API's server loads the application (memoryproject/server.py): the WSGI module,
+# then every URL's view.
 WSGI = """
 import sys
+import memoryproject.server
 import memoryproject.wsgi
 from django.urls import get_resolver
 get_resolver().url_patterns
@@ -154,9 +155,9 @@ def test_rich_still_imports_once_the_mcp_server_is_built(tmp_path):
 
 
 def test_a_warmed_server_screens_its_first_text_without_loading_anything(tmp_path):
-    # The warmers a server runs as it starts (mcp_serve in the background, gunicorn's master
-    # before it forks) compile secret screening's rules: the first query an agent sends is
-    # masked with nothing left to import or compile.
+    # The warmers a server runs as it starts (mcp_serve in the background, the REST API's
+    # server in its main process before it forks) compile secret screening's rules: the first
+    # query an agent sends is masked with nothing left to import or compile.
     script = MCP_SERVE_COMMAND.replace(
         'print("\\n".join(sorted(sys.modules)))',
         "from memoryproject.warmup import warm\n"

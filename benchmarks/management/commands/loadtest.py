@@ -1,5 +1,6 @@
-"""`manage.py loadtest`: concurrent clients against gunicorn on a database of its own, then
-proof that nothing acknowledged was lost and that the injection log and the graph verify.
+"""`manage.py loadtest`: concurrent clients against the REST API's server on a database of its
+own, then proof that nothing acknowledged was lost and that the injection log and the graph
+verify.
 
 Exit status 0 when everything holds, 1 on a lost write, a failed verification or any 5xx,
 2 when the test could not run (database unreachable, a server that does not start).
@@ -18,10 +19,11 @@ from memoryproject.command_output import BAD_INPUT, answer, json_flag_add, refus
 
 class Command(BaseCommand):
     help = (
-        "Load test: start gunicorn on a fresh database (memory_load on PostgreSQL by default), "
-        "run concurrent clients of plan/save/trace/upsert/episode/compile over HTTP, print "
-        "p50/p99 per endpoint, then check every acknowledged write and verify the injection "
-        "log and the graph. Exit 1 when anything was lost, does not verify, or answered 5xx."
+        "Load test: start the REST API's server on a fresh database (memory_load on PostgreSQL "
+        "by default), run concurrent clients of plan/save/trace/upsert/episode/compile over "
+        "HTTP, print p50/p99 per endpoint, then check every acknowledged write and verify the "
+        "injection log and the graph. Exit 1 when anything was lost, does not verify, or "
+        "answered 5xx."
     )
     # The command never touches the configured database, so it needs no system checks.
     requires_system_checks: list[str] = []
@@ -30,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--duration", type=float, default=60, help="seconds (default 60)")
         parser.add_argument("--clients", type=int, default=16, help="concurrent clients (16)")
         parser.add_argument(
-            "--servers", type=int, default=1, help="gunicorn instances on one database (1)"
+            "--servers", type=int, default=1, help="server instances on one database (1)"
         )
         parser.add_argument(
             "--workers", type=int, default=0, help="workers per server (default: CPU count, >= 2)"
@@ -61,7 +63,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--drop", action="store_true", help="drop the database afterwards (kept by default)"
         )
-        parser.add_argument("--log-dir", default="", help="where gunicorn logs go (a temp dir)")
+        parser.add_argument("--log-dir", default="", help="where the servers' logs go (a temp dir)")
         json_flag_add(parser)
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 

@@ -18,7 +18,8 @@ Each form takes ``--under-load N``: the same with N more processes each spinning
 
 ``--first-compile`` times a new server process to its first compile over a stored project (a
 kept corpus: ``bench-keep-100k-s7``), through each door as a client meets it: ``mcp_serve``
-over stdio under the MCP SDK's client, and gunicorn over HTTP (``benchmarks/memory/processes.py``).
+over stdio under the MCP SDK's client, and the REST API's server (``memoryproject.server``) over
+HTTP (``benchmarks/memory/processes.py``).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--first-compile",
             metavar="PROJECT",
-            help="time new mcp_serve and gunicorn processes to their first compile over PROJECT",
+            help="time new mcp_serve and REST API server processes to their first compile over "
+            "PROJECT",
         )
         parser.add_argument("--repeat", type=int, default=3, help="--first-compile: runs per door")
         parser.add_argument(

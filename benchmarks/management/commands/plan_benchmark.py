@@ -7,7 +7,7 @@ configured database instead, under the project ``bench-plan``: its traces are de
 run except the ones the plans delivered, and its injection records stay in the log (channel
 "benchmark"): receipts are append-only and the evidence they point to is kept.
 
-``--against DIR`` runs the HTTP comparison instead: our gunicorn and the CognOS gateway copied
+``--against DIR`` runs the HTTP comparison instead: our server and the CognOS gateway copied
 in DIR side by side under the same load (``benchmarks/plan/peer.py``); when DIR is absent the
 comparison is skipped with a message (exit 0). ``--under-load N`` measures either beside N more
 processes each spinning one core (``benchmarks/under_load.py``).
@@ -70,7 +70,7 @@ class Command(BaseCommand):
         peer.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds (2)")
         peer.add_argument("--connections", type=int, default=8, help="open connections (8)")
         peer.add_argument("--threads", type=int, default=2, help="load threads (wrk -t, 2)")
-        peer.add_argument("--workers", type=int, default=2, help="our gunicorn workers (2)")
+        peer.add_argument("--workers", type=int, default=2, help="our server's workers (2)")
         peer.add_argument(
             "--peer-workers",
             type=int,
