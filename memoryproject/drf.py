@@ -13,7 +13,9 @@ import re
 from typing import Any, ClassVar, Literal, cast
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -59,6 +61,12 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    # Django's own (a view's Http404, PermissionDenied) as DRF turns them, so that they get the
+    # shape of every error below.
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         exc = PayloadTooLargeError(f"body: must be at most {limit} bytes", field="body")

@@ -46,6 +46,15 @@ class JsonNegotiation(DefaultContentNegotiation):
             return first, first.media_type
         return super().select_renderer(request, renderers, format_suffix)
 
+    def filter_renderers(self, renderers: Any, format: str) -> Any:
+        """The renderers serving a ``?format=`` override; a format none serves is a 400 naming
+        the parameter and the formats offered (DRF answers a bare 404 in no error's shape)."""
+        matching = [renderer for renderer in renderers if renderer.format == format]
+        if not matching:
+            offered = ", ".join(sorted({renderer.format for renderer in renderers}))
+            raise validation_error(self.settings.URL_FORMAT_OVERRIDE, f"must be one of {offered}")
+        return matching
+
 
 _ANY_JSON = frozenset({"", "*/*", "application/json"})
 
