@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryproject.collector import start_up_pause, start_up_settle
+from memoryproject.envvars import flag
 
 TARGET = "memoryproject.wsgi:application"
 #: The names a request itself sets in its WSGI environ (CGI's, and one per header).
@@ -66,12 +67,6 @@ class ServerSettings:
     preload: bool = True
     access_log: bool = False
     log_level: str = "info"
-
-
-def _flag(value: str | None, default: bool) -> bool:
-    if value is None or not value.strip():
-        return default
-    return value.strip().lower() not in {"0", "false", "no", "off"}
 
 
 def _bind(text: str) -> tuple[str, int]:
@@ -108,8 +103,8 @@ def server_settings(
         port=port,
         workers=_count("workers", str(options.workers)),
         threads=_count("threads", str(options.threads)),
-        preload=_flag(environ.get("SERVER_PRELOAD"), True),
-        access_log=options.access_log or _flag(environ.get("SERVER_ACCESS_LOG"), False),
+        preload=flag(environ.get("SERVER_PRELOAD"), True),
+        access_log=options.access_log or flag(environ.get("SERVER_ACCESS_LOG"), False),
         log_level=options.log_level,
     )
 

@@ -10,11 +10,11 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryproject import __version__
 from memoryproject.dbconfig import database_config, database_label
+from memoryproject.envvars import Env
 from memoryproject.filemodes import PRIVATE_DIR, umask_apply
 from memoryproject.proxies import proxy_networks
 
@@ -26,13 +26,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VERSION = __version__
 
 
-class _Env(environ.Env):
-    # Exactly the words .env.example documents as "on" (a number is on unless it is 0).
-    BOOLEAN_TRUE_STRINGS = ("true", "on", "yes", "1")
-
-
 # The process environment only: no .env file is read (see .env.example).
-env = _Env()
+env = Env()
 
 
 def env_int(name: str, default: int) -> int:

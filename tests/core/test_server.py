@@ -25,6 +25,15 @@ def test_the_environment_sets_and_the_command_line_overrides():
     assert server_settings({"SERVER_BIND": "[::1]:8001"}, []).host == "::1"
 
 
+def test_on_and_off_read_as_the_settings_read_them():
+    def preload(value):
+        return server_settings({"SERVER_PRELOAD": value}, []).preload
+
+    assert [preload(v) for v in ("", " ", "1", "yes", "On", "2")] == [True] * 6
+    assert [preload(v) for v in ("0", "off", "false", "no", "maybe")] == [False] * 5
+    assert server_settings({"SERVER_ACCESS_LOG": "maybe"}, []).access_log is False
+
+
 @pytest.mark.parametrize(
     ("environ", "argv", "message"),
     [

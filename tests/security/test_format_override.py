@@ -9,9 +9,7 @@ from django.http import Http404
 from rest_framework.test import APIClient
 
 from memoryproject.drf import exception_handler
-from tests.security.test_inputs import _url, admin_api, broke_the_rule, ids, operations, schema
-
-__all__ = ["admin_api", "ids", "schema"]  # fixtures shared with the input tests
+from tests.security.test_inputs import _url, broke_the_rule, operations
 
 pytestmark = pytest.mark.django_db
 
