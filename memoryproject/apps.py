@@ -21,8 +21,10 @@ class MemoryProjectConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from memoryproject.admin_discovery import discover_at_start
         from memoryproject.roles import ensure_roles_after_migrate
         from memoryproject.warmup import warmer_register
 
         post_migrate.connect(ensure_roles_after_migrate, sender=self, dispatch_uid="roles")
         warmer_register(_screening_warm)
+        discover_at_start()

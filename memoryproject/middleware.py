@@ -20,6 +20,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils.deprecation import MiddlewareMixin
 
+from memoryproject.admin_discovery import admin_discover
 from memoryproject.errors import error_body
 
 logger = logging.getLogger("django.request")
@@ -120,6 +121,14 @@ class BrowserOnly(MiddlewareMixin):
         if request.path_info.startswith(API_PREFIX) and not self.async_mode:
             return self.get_response(request)
         return super().__call__(request)
+
+
+class AdminDiscoveryMiddleware(BrowserOnly):
+    """A browser page's request finds the admin's modules discovered (in a server that defers
+    it, the first such request discovers them: memoryproject.admin_discovery)."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        admin_discover()
 
 
 class AuthenticationMiddleware(BrowserOnly, auth.AuthenticationMiddleware):

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryproject.admin_discovery import admin_discovery_defer
 from memoryproject.collector import start_up_pause, start_up_settle
 from memoryproject.envvars import flag
 
@@ -162,9 +163,12 @@ def _preload() -> None:
 
 
 def start_up(settings: ServerSettings) -> None:
-    """What this process does before it forks the workers: the collector paused while the
-    application loads (``preload``), then what start-up built frozen out of its generations, so
-    that no collection in a worker writes to those pages and they stay shared."""
+    """What this process does before it forks the workers: the admin's modules left to each
+    worker's first admin or console page (memoryproject.admin_discovery); the collector paused
+    while the application loads (``preload``), then what start-up built frozen out of its
+    generations, so that no collection in a worker writes to those pages and they stay
+    shared."""
+    admin_discovery_defer()
     start_up_pause()
     try:
         if settings.preload:

@@ -91,9 +91,11 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # The MCP server (`manage.py mcp_serve`, the command Django runs is argv[1]) serves no web
-# page: it installs neither the REST framework and its schema generator nor the admin's
-# discovery of every admin module, which took about a quarter of its start-up's CPU
-# (tests/unit/test_door_imports.py). The apps with models (API keys, axes) stay installed.
+# page: it installs neither the REST framework nor its schema generator (the apps with models,
+# API keys and axes, stay installed) and never discovers the admin's modules, which took about
+# a quarter of its start-up's CPU (tests/unit/test_door_imports.py). The admin is installed
+# without its discovery: memoryproject.admin_discovery takes that step, as the apps get ready
+# or, in the REST API server, when the admin is first needed.
 MCP_SERVER = sys.argv[1:2] == ["mcp_serve"]
 WEB_ONLY_APPS = [
     "rest_framework",
@@ -104,7 +106,7 @@ WEB_ONLY_APPS = [
 ]
 
 INSTALLED_APPS = [
-    "django.contrib.admin.apps.SimpleAdminConfig" if MCP_SERVER else "django.contrib.admin",
+    "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -135,6 +137,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "memoryproject.middleware.AdminDiscoveryMiddleware",
     "memoryproject.middleware.AuthenticationMiddleware",
     "memoryproject.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

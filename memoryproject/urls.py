@@ -1,11 +1,11 @@
 """URL map. Each app contributes its /v1 routes from its api/urls.py."""
 
-from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
 from memoryproject import views
+from memoryproject.admin_discovery import admin_urls
 
 v1: list[URLPattern | URLResolver] = [
     path("projects", views.ProjectListView.as_view(), name="project-list"),
@@ -31,7 +31,7 @@ urlpatterns = [
     path("v1/", include(v1)),
     path("", views.landing, name="landing"),
     path("healthz", views.healthz, name="healthz"),
-    path("admin/", admin.site.urls),
+    path("admin/", admin_urls()),
     path("console/", include("audit_app.console.urls")),
     path("console/graph/", include("graph_app.console.urls")),
 ]

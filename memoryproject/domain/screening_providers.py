@@ -3,13 +3,18 @@ one's match holds (its needles).
 
 The formats are the compiled patterns detect-secrets' regex plugins keep in their ``denylist``;
 nothing else of the library is called (``screening_secrets`` says why). The library is imported
-(with ``requests``, about 30 ms) when a text is first screened for secrets, not when a process
-starts: the MCP server and the web server start without it.
+when a text is first screened for secrets or a server warms its rules (``detect_secrets_import``),
+with ``requests`` deferred: the library imports it to verify a token over the network, which is
+never asked of it, and loading it would double the import's cost (about 90 ms of a server's
+start-up here, with ``urllib3`` and ``charset_normalizer``).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from types import ModuleType
+
+from memoryproject.domain.imports import imports_deferred
 
 #: detect-secrets' plugins whose formats are secret rules: (module, class, kind).
 PROVIDERS = (
@@ -39,6 +44,12 @@ def provider_patterns() -> list[tuple[str, str]]:
     """(kind, regular expression) of every provider format, in the plugins' order."""
     found: list[tuple[str, str]] = []
     for module, name, kind in PROVIDERS:
-        plugin = getattr(import_module(f"detect_secrets.plugins.{module}"), name)
+        plugin = getattr(detect_secrets_import(f"plugins.{module}"), name)
         found.extend((kind, pattern.pattern) for pattern in plugin.denylist)
     return found
+
+
+def detect_secrets_import(module: str) -> ModuleType:
+    """``detect_secrets.<module>``, imported (the first time) with ``requests`` deferred."""
+    with imports_deferred("requests"):
+        return import_module(f"detect_secrets.{module}")

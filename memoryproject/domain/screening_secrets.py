@@ -32,7 +32,11 @@ from typing import Any
 from memoryproject.domain import screening_normalize
 from memoryproject.domain.screening_needles import NeedleSet
 from memoryproject.domain.screening_normalize import base64_text, marked, marks, normalised
-from memoryproject.domain.screening_providers import PROVIDER_NEEDLES, provider_patterns
+from memoryproject.domain.screening_providers import (
+    PROVIDER_NEEDLES,
+    detect_secrets_import,
+    provider_patterns,
+)
 
 #: What a masked secret reads as.
 MASK = "[masked:{kind}]"
@@ -62,7 +66,7 @@ _PLACEHOLDERS = frozenset(
 
 def _is_placeholder(value: str) -> bool:
     # detect-secrets is imported once a text holds a candidate secret (see ``secret_rules``).
-    from detect_secrets.filters.heuristic import is_sequential_string, is_templated_secret
+    heuristic = detect_secrets_import("filters.heuristic")
 
     text = value.strip().strip("\"'")
     return (
@@ -70,8 +74,8 @@ def _is_placeholder(value: str) -> bool:
         or text.lower() in _PLACEHOLDERS
         or text.startswith(("$", "<", "{", "%", "[masked:", "os.environ", "env(", "settings."))
         or set(text) <= {"*", "x", "X", "."}
-        or is_templated_secret(text)
-        or (len(text) >= 8 and is_sequential_string(text))
+        or heuristic.is_templated_secret(text)
+        or (len(text) >= 8 and heuristic.is_sequential_string(text))
     )
 
 
@@ -376,8 +380,8 @@ _NEEDLES.register(n for needles in PROVIDER_NEEDLES.values() for n in needles)
 @lru_cache(maxsize=1)
 def secret_rules() -> tuple[SecretRule, ...]:
     """Every secret rule, in the order they are tried (the first to claim characters wins).
-    detect-secrets' provider formats are read, and the library imported (with ``requests``,
-    about 30 ms), the first time a text is screened for secrets, not when a process starts."""
+    detect-secrets' provider formats are read, and the library imported, the first time a text
+    is screened for secrets or a server warms its rules."""
     return (*_RULES_FIRST, *_provider_rules(), *_RULES_LAST)
 
 

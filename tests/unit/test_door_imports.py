@@ -175,6 +175,21 @@ def test_a_warmed_server_screens_its_first_text_without_loading_anything(tmp_pat
     assert _run(script, tmp_path).split() == []
 
 
+def test_screening_warmed_leaves_the_http_client_detect_secrets_imports_unloaded(tmp_path):
+    # detect-secrets imports requests (to verify a token over the network, never asked of it):
+    # a stand-in takes its place until something reads it.
+    script = _before_print(
+        WSGI,
+        "from memoryproject.warmup import warm",
+        "warm([])",
+        "assert type(sys.modules['requests']).__name__ == '_Deferred'",
+    )
+    loaded = _loaded(script, tmp_path)
+    assert "detect_secrets.plugins.base" in loaded
+    assert _of(loaded, "urllib3", "charset_normalizer", "idna") == []
+    assert "requests.exceptions" not in loaded
+
+
 def test_the_mcp_server_starts_its_index_load_before_importing_the_mcp_sdk(tmp_path):
     # mcp_serve starts loading the index in a thread once the identity is checked, then
     # imports the SDK: the load overlaps that import only if nothing before imported it.
