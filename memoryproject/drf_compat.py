@@ -13,10 +13,8 @@ It also imports ``requests`` when it can (installed here for detect-secrets), fo
 client ``rest_framework.test.RequestsClient`` alone, which the service does not use: that import
 (with ``urllib3`` and ``charset_normalizer``, 35 to 55 ms of a start here) is refused too, on
 any database, and DRF goes on as if ``requests`` were not installed. Loaded later, it loads as
-usual: detect-secrets imports it with the secret rules, which the REST API server's main
-process compiles among its warmers before it forks (``memoryproject.apps``), so there the saving
-is DRF's alone and the import happens once, in the main process; without a warmer, on the first
-text screened.
+usual; detect-secrets, which imports it with the secret rules, gets a stand-in that loads it only
+if read (``memoryproject.domain.screening_providers``), and nothing reads it.
 
 It imports ``markdown`` and ``pygments`` when they can be (installed beside the service by the
 docs site's tools, not by a server install) to render view descriptions and code in the
