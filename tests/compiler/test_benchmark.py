@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from benchmarks.memory.processes import first_compile_lines, snapshot_state
+from benchmarks.memory.processes import first_compile_lines, first_compiles, snapshot_state
 from benchmarks.memory.synthetic import project_drop
 from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import compiler_cache_clear, snapshot_now
@@ -155,3 +156,36 @@ def test_the_first_compile_figures_name_the_writes_each_new_server_replays(
     [head] = first_compile_lines({"loadavg": "0.1 0.1 0.1", "snapshot": state, "runs": {}})[:1]
     assert f"snapshot at revision {state['snapshot_revision']}" in head
     assert "each server replays 2 writes" in head
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_new_servers_first_compile_is_timed_through_each_door_with_each_processs_cpu(
+    default_project,
+):
+    """``--first-compile`` starts a real ``mcp_serve`` and a real REST API server on this
+    database and times each to its first compile, with the CPU and memory of every process
+    (the MCP server's front and back, the web server's main process and its workers)."""
+    fact_upsert(
+        project=default_project,
+        subject_id="payment_service",
+        predicate="depends_on",
+        object_value="ledger_store",
+    )
+    result = first_compiles("default", "what does payment_service depend on")
+    roles = {"mcp_stdio": ["front", "back"], "web": ["main", "worker", "worker"]}
+    for door, expected in roles.items():
+        [run] = result["runs"][door]
+        processes = run["processes"]
+        assert [p["role"] for p in processes] == expected
+        assert run["first_compile_ms"] > 0 and run["second_compile_ms"] > 0
+        # The total is the processes' own figures added up; the process that loaded the
+        # application (the back, the main process) did work before the first answer.
+        assert sum(p["first_cpu_ms"] for p in processes) == pytest.approx(
+            run["first_cpu_ms"], abs=0.5
+        )
+        assert processes[1 if door == "mcp_stdio" else 0]["first_cpu_ms"] > 0
+        assert all(p["rss_mb"] > 0 for p in processes)
+    table = "\n".join(first_compile_lines(result))
+    assert "CPU at the first answer" in table
+    assert re.search(r"^web .* main [\d.]+/[\d.]+ \d+, worker", table, re.MULTILINE)
