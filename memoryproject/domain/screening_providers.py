@@ -11,6 +11,7 @@ start-up here, with ``urllib3`` and ``charset_normalizer``).
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import import_module
 from types import ModuleType
 
@@ -49,7 +50,9 @@ def provider_patterns() -> list[tuple[str, str]]:
     return found
 
 
+@cache
 def detect_secrets_import(module: str) -> ModuleType:
-    """``detect_secrets.<module>``, imported (the first time) with ``requests`` deferred."""
+    """``detect_secrets.<module>``, imported the first time with ``requests`` deferred, then
+    found in a dictionary (screening asks for its heuristics at every candidate secret)."""
     with imports_deferred("requests"):
         return import_module(f"detect_secrets.{module}")
