@@ -11,12 +11,19 @@ from functools import lru_cache
 
 from graph_app.domain.render import sentences
 from graph_app.domain.tokenize import tokenize
-from memoryproject.tokens import count_tokens
+from memoryproject.tokens import count_key, count_tokens
 
 
 @lru_cache(maxsize=100_000)
 def counted_tokens(text: str) -> int:
-    return count_tokens(text)
+    """``count_tokens(text)``, cached; a text not seen yet is looked up by its ``count_key``, so
+    that texts differing only in their digits (dates, numbered names) are counted once."""
+    return _counted(count_key(text))
+
+
+@lru_cache(maxsize=100_000)
+def _counted(key: str) -> int:
+    return count_tokens(key)
 
 
 @lru_cache(maxsize=100_000)
@@ -33,3 +40,9 @@ def preview_warm(line: str, keep: int, tail: int, section: str) -> None:
         sentence_terms(part)
     counted_tokens(f"## {section}")
     counted_tokens(f"\n## {section}")
+
+
+def text_caches_clear() -> None:
+    """Empties the caches of counts, sentences and terms (as in a new process)."""
+    for cache in (counted_tokens, _counted, sentence_terms, sentences):
+        cache.cache_clear()

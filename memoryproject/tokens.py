@@ -82,6 +82,19 @@ def count_tokens(text: str) -> int:
     return len(encoding().encode_ordinary(text))
 
 
+# cl100k's pattern makes each run of digits pieces of their own, three digits at most, and every
+# string of one to three ASCII digits is one token: so an ASCII text's count does not depend on
+# which digits it holds (tests/unit/test_token_counts.py checks both).
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
+
+
+def count_key(text: str) -> str:
+    """A text counting as many tokens as ``text``, the same for texts that differ only in their
+    digits (an ASCII text's digits read as 0): what a cache of counts is keyed by, so that
+    "## Episodes 2026-03-14" and "## Episodes 2025-11-02" are counted once between them."""
+    return text.translate(_DIGITS_AS_ZERO) if text.isascii() else text
+
+
 # The last letter or digit of a line (searched from its end).
 _LAST_WORD_CHAR = regex.compile(r"[\p{L}\p{N}]", flags=regex.REVERSE)
 _SPACE = regex.compile(r"\s")

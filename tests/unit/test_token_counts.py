@@ -1,12 +1,13 @@
 """The cl100k count of lines joined by newlines, made from each line's own count
-(``memoryproject.tokens.joined_tokens``), against counting the joined text."""
+(``memoryproject.tokens.joined_tokens``), against counting the joined text; and the key a cache
+of counts is kept by (``count_key``), against counting the text itself."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryproject.tokens import count_tokens, joined_tokens
+from memoryproject.tokens import count_key, count_tokens, encoding, joined_tokens
 
 # Letters, digits, punctuation, spaces of several kinds, a carriage return, an apostrophe
 # before contraction letters, combining marks, non-Latin letters and digits, emoji: whatever
@@ -52,3 +53,31 @@ def test_a_bundle_counts_as_rendered() -> None:
 def test_empty_and_indented_lines_are_counted_whole() -> None:
     for lines in (["a.", "", "b"], ["a", " b"], ["a!", "\tb"], ["a", "\u00a0b"], [""], ["", "x"]):
         assert _joined(lines) == count_tokens("\n".join(lines))
+
+
+def test_every_run_of_up_to_three_ascii_digits_is_one_token() -> None:
+    # what count_key rests on: no digit string of one to three digits counts more than another
+    runs = [f"{n:0{width}d}" for width in (1, 2, 3) for n in range(10**width)]
+    assert len(runs) == 1110
+    assert {len(encoding().encode_ordinary(run)) for run in runs} == {1}
+
+
+# ASCII text where digits meet letters, punctuation, spaces, newlines and other digits.
+_ASCII = st.text(alphabet=st.sampled_from(list("ab Zs't.,-_:#@/\n\t0123456789")), max_size=40)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_ASCII)
+def test_an_ascii_texts_key_counts_as_the_text(text: str) -> None:
+    assert count_tokens(count_key(text)) == count_tokens(text)
+
+
+def test_texts_differing_in_their_digits_share_a_key_and_others_do_not() -> None:
+    assert count_key("## Episodes 2026-03-14") == count_key("## Episodes 2025-11-02")
+    assert count_key("order_worker_7 max retries 5") == "order_worker_0 max retries 0"
+    # a digit more is another count, and another key
+    assert count_key("retry 10 times") != count_key("retry 9 times")
+    assert count_tokens("retry 1000 times") != count_tokens("retry 100 times")
+    # non-ASCII text (where other numerals may join a run of digits) keeps its own key
+    arabic = "\u0661\u0662\u0663"  # ARABIC-INDIC DIGITS ONE TO THREE
+    assert count_key(f"{arabic}2 2026") == f"{arabic}2 2026"
