@@ -367,6 +367,7 @@ class MemoryIndex(MemoryStore):
         query_terms = set(terms)
         weights: dict[str, float] = {}
         idf = self.bm25.idf_table().get
+        self.docs_ahead(top)
         for slot in top:
             doc = self._slot_docs[slot]
             if doc is None:
@@ -423,6 +424,7 @@ class MemoryIndex(MemoryStore):
         """Activation seeds: the entities the query names at full strength, those of its
         ``best`` items at a share of the item's relevance."""
         seeds: dict[str, float] = {node: params.named_seed for node in named}
+        self.docs_ahead(best)
         for slot in best:
             value = utility[slot]
             doc = self._slot_docs[slot]

@@ -263,6 +263,18 @@ class MemoryStore:
 
         return RankedPayloads(keys, read)
 
+    def docs_ahead(self, slots: Iterable[int]) -> None:
+        """Makes at once the stored payloads of the documents at ``slots`` that a restored index
+        makes from its columns, so that each of those documents, made next, finds its payload
+        kept: one read of the columns for all of them, not one each (about 5 times the work).
+        Nothing to do for documents held in memory."""
+        docs, stored = self._slot_docs, self._stored_payloads
+        if stored is None or not isinstance(docs, SlotList):
+            return
+        wanted = [slot for slot in slots if docs.made(slot)]
+        if len(wanted) > 1:
+            stored(wanted)
+
     def ranked_ties(self, keys: Sequence[str], slots: Sequence[int]) -> Mapping[str, TieKey]:
         """The tie-break keys of the documents at ``slots`` by key, as ``ranked_payloads``
         reads payloads: a restored index makes its stored slots' keys when they are reached."""

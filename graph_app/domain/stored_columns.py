@@ -179,9 +179,15 @@ def _read_near(text: Text, starts: list[int], ends: list[int]) -> list[str]:
             for k in range(lo, hi):
                 found[places[k]] = whole[first_at[k] - low : last_at[k] - low]
         else:
-            view = memoryview(block)
-            for k in range(lo, hi):
-                found[places[k]] = _decoded(view[first_at[k] - low : last_at[k] - low])
+            try:  # each string decoded by the bytes' own method (no call of ours per string)
+                for k in range(lo, hi):
+                    found[places[k]] = block[first_at[k] - low : last_at[k] - low].decode(
+                        "utf-8", "surrogatepass"
+                    )
+            except UnicodeDecodeError:  # bytes that are not a string: each read as it can be
+                view = memoryview(block)
+                for k in range(lo, hi):
+                    found[places[k]] = _decoded(view[first_at[k] - low : last_at[k] - low])
     return found
 
 

@@ -195,6 +195,31 @@ def test_a_restored_index_keeps_the_items_it_made_and_they_stay_the_ones_written
     assert all(a is b for a, b in zip(first, again, strict=True)) is (kept >= len(slots))
 
 
+def test_documents_read_ahead_are_made_from_one_read_of_the_columns(index, monkeypatch):
+    """Spreading activation and feedback make a few documents each: a restored index reads
+    their payloads in one go first, so that making each one reads nothing more."""
+    restored = _restored(index)
+    reads: list[int] = []
+    made = index_items._StoredItems._made
+
+    def counted(self, slots):
+        reads.append(len(slots))
+        return made(self, slots)
+
+    monkeypatch.setattr(index_items._StoredItems, "_made", counted)
+    slots = [0, 3, 5, 6]
+    restored.docs_ahead(slots)
+    assert reads == [len(slots)]
+    docs = [restored._slot_docs[s] for s in slots]
+    assert reads == [len(slots)], "each document found its payload made"
+    assert [d.payload for d in docs] == [index._slot_docs[s].payload for s in slots]
+    # written since the snapshot: held in memory, nothing to read
+    restored.upsert(_episode(9, "written after the snapshot"))
+    restored.docs_ahead([index.bm25.n_slots, 1, 2])
+    assert reads[1:] == [2]
+    index.docs_ahead(slots)  # an index built in memory reads no columns
+
+
 @pytest.mark.parametrize(
     "visibility",
     [

@@ -141,6 +141,10 @@ def test_ends_cutting_a_character_read_as_replacement_never_raise():
     text = np.frombuffer("é".encode(), dtype=np.uint8)  # two bytes
     strings = StoredStrings(text, np.array([1, 2], dtype=np.int64))
     assert strings[0] == "\ufffd" and strings.many([1]) == ["\ufffd"]
+    # read together, in one piece: the whole strings whole, the cut ones as replacement
+    text = np.frombuffer("naïveé".encode(), dtype=np.uint8)
+    strings = StoredStrings(text, np.array([6, 7, 8], dtype=np.int64))
+    assert strings.many([2, 0, 1]) == ["\ufffd", "naïve", "\ufffd"]
 
 
 @pytest.mark.parametrize(
