@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.mcp.conftest import REPO, free_port, server_env
+from tests.new_process import new_process_env
 
 #: The apps' admin modules, which discovery imports.
 ADMIN_MODULES = ("memoryproject.admin", "sessions_app.admin", "graph_app.admin", "audit_app.admin")
@@ -34,15 +35,7 @@ def discovered():
 
 def _run(script: str, tmp_path: Path) -> list[str]:
     """The lines ``script`` prints, run in a new interpreter on a migrated database."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
-        "SECRET_KEY": "test-only-secret-key-not-for-production-use-0123456789",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'discovery.sqlite3'}",
-        "WITNESS_DIR": str(tmp_path / "witness"),
-        "COMPILER_SNAPSHOT_DIR": "",
-        "ALLOWED_HOSTS": "testserver",
-    }
+    env = new_process_env(tmp_path, "discovery.sqlite3", ALLOWED_HOSTS="testserver")
     for args in ((sys.executable, "manage.py", "migrate", "-v0"), (sys.executable, "-c", script)):
         done = subprocess.run(
             args, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False

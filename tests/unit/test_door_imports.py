@@ -6,12 +6,12 @@ has loaded (``sys.modules``)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from memoryproject.mcp_calls import manifest, registry_build
+from tests.new_process import new_process_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +53,7 @@ django.setup()
 from django.core.management import load_command_class
 load_command_class("memoryproject", "mcp_serve")
 from memoryproject.mcp_calls import manifest, registry_build
+from tests.new_process import new_process_env
 manifest(registry_build())
 print("\\n".join(sorted(sys.modules)))
 """
@@ -90,15 +91,7 @@ def _run(
 ) -> str:
     """What ``script`` prints, run in a new interpreter (``extra`` added to its environment,
     the variables named in ``unset`` taken out)."""
-    env = {
-        **{name: value for name, value in os.environ.items() if name not in unset},
-        **extra,
-        "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
-        "SECRET_KEY": "test-only-secret-key-not-for-production-use-0123456789",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'doors.sqlite3'}",
-        "WITNESS_DIR": str(tmp_path / "witness"),
-        "COMPILER_SNAPSHOT_DIR": "",
-    }
+    env = new_process_env(tmp_path, "doors.sqlite3", unset=unset, **extra)
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=ROOT,
