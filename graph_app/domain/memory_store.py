@@ -94,6 +94,8 @@ class _Docs(Mapping[str, MemoryDoc]):
 
 # The stream neighbourhoods ``_stream_near`` keeps at most (a few hundred bytes each).
 NEAR_CACHE_MAX = 8192
+# The nodes whose links and items ``_links`` and ``_items_made`` keep at most, each.
+NODE_CACHE_MAX = 65536
 
 
 def doc_place(doc: MemoryDoc) -> tuple[str, int] | None:
@@ -146,6 +148,13 @@ class MemoryStore:
             {},
             {},
         )
+        # What those are filtered from, visibility not applied: each node's links (``_links``)
+        # and the items about it (``_items_made``), made on first use and kept across changes,
+        # a node's dropped when a change touches its tables (every node's links when an entity
+        # appears or goes: that decides which object values link). The ranking after a write
+        # filters them again rather than reading the tables.
+        self._node_links: dict[str, tuple[tuple[str, int], ...]] = {}
+        self._node_items: dict[str, tuple[tuple[int, float], ...]] = {}
         # The live view (``masks`` at an instant) and the instants it holds for, those between
         # which no item starts or ends (``_LiveView``). Emptied by every change.
         self._live: _LiveView | None = None
@@ -168,8 +177,15 @@ class MemoryStore:
         self._near_cache.clear()
         self._seen = (b"", {}, {})
         self._live = None
-        if doc.key in self.docs:
-            self._unlink(self.docs[doc.key])
+        old = self.docs.get(doc.key)
+        # The nodes whose kept links and items this change may alter (none kept, none to drop:
+        # an index being built keeps none), and which of them are entities before it.
+        nodes = set[str]()
+        if self._node_links or self._node_items:
+            nodes = _nodes_touched(doc) | (set() if old is None else _nodes_touched(old))
+        entities = [node for node in nodes if self.is_entity(node)]
+        if old is not None:
+            self._unlink(old)
         slot = self.bm25.upsert(doc.key, doc.tokens)
         self.dense.forget(slot)
         while len(self._slot_docs) <= slot:
@@ -188,6 +204,11 @@ class MemoryStore:
                 stream[place[1]] = doc.key
         self._titled.update(set(doc.title_terms))
         self._set_columns(slot, doc)
+        for node in nodes:
+            self._node_links.pop(node, None)
+            self._node_items.pop(node, None)
+        if entities != [node for node in nodes if self.is_entity(node)]:
+            self._node_links.clear()
 
     def _link(self, doc: MemoryDoc, slot: int) -> None:
         item = (slot, doc.salience)
@@ -319,14 +340,18 @@ class MemoryStore:
     def _neighbours(self, node: str, visible: bytes) -> list[str]:
         """The entities one visible edge away from ``node``, both directions: linked edges, and
         facts whose object value names an entity (either end). ``visible``: one byte per slot."""
-        out = [other for other, slot in entries(self._edges_of, node) if visible[slot]]
-        out.extend(subject for subject, slot in entries(self._refs, node) if visible[slot])
-        out.extend(
-            ref
-            for ref, slot in entries(self._out_refs, node)
-            if visible[slot] and self.is_entity(ref)
-        )
-        return out
+        return [other for other, slot in self._links(node) if visible[slot]]
+
+    def _links(self, node: str) -> tuple[tuple[str, int], ...]:
+        """``_neighbours``' candidates, visible or not: (other node, slot of the fact between)."""
+        found = self._node_links.get(node)
+        if found is None:
+            out = [*entries(self._edges_of, node), *entries(self._refs, node)]
+            out.extend(
+                (ref, slot) for ref, slot in entries(self._out_refs, node) if self.is_entity(ref)
+            )
+            found = _kept(self._node_links, node, tuple(out))
+        return found
 
     def _seen_for(
         self, visible: bytes
@@ -357,7 +382,14 @@ class MemoryStore:
         made = self._seen_for(visible)[1]
         found = made.get(node)
         if found is None:
-            found = made[node] = [item for item in self._items_about(node) if visible[item[0]]]
+            found = made[node] = [item for item in self._items_made(node) if visible[item[0]]]
+        return found
+
+    def _items_made(self, node: str) -> tuple[tuple[int, float], ...]:
+        """``_items_about(node)``, kept (``_node_items``)."""
+        found = self._node_items.get(node)
+        if found is None:
+            found = _kept(self._node_items, node, tuple(self._items_about(node)))
         return found
 
     def _items_about(self, node: str) -> Iterable[tuple[int, float]]:
@@ -455,6 +487,26 @@ class MemoryStore:
         if visibility.include_superseded:
             return (fact & recorded) | episodes_seen, np.zeros_like(stale)
         return facts_seen | episodes_seen, stale
+
+
+def _nodes_touched(doc: MemoryDoc) -> set[str]:
+    """The nodes whose entries in the entity tables ``doc`` makes (``_link``), as keyed there."""
+    nodes = {entity.lower() for entity in doc.entities} | set(doc.mentions)
+    if doc.subject:
+        nodes.add(doc.subject.lower())
+    if doc.edge:
+        nodes.update(end.lower() for end in doc.edge)
+    if doc.object_ref:
+        nodes.add(doc.object_ref)
+    return nodes
+
+
+def _kept(cache: dict[str, T], node: str, value: T) -> T:
+    """``value`` kept in ``cache`` for ``node``; the cache emptied first when it is full."""
+    if len(cache) >= NODE_CACHE_MAX:
+        cache.clear()
+    cache[node] = value
+    return value
 
 
 @dataclass(eq=False)

@@ -43,8 +43,9 @@ NOT_STORED = {"dense"}
 # Not state: how a restored index reads its stored slots' payloads from the columns.
 NOT_STORED |= {"_stored_payloads"}
 # Caches: the related-terms table's rows of the index's terms; the stream neighbourhoods; the
-# graph as one visibility shows it; the live view.
-NOT_STORED |= {"_corpus", "_near_cache", "_seen", "_live"}
+# graph as one visibility shows it, and each node's links and items it is filtered from; the
+# live view.
+NOT_STORED |= {"_corpus", "_near_cache", "_seen", "_node_links", "_node_items", "_live"}
 BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_lengths"}
 BM25_STATE |= {"_postings", "_total_len"}
 
