@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 from operator import attrgetter
 from typing import TypeVar
 
@@ -384,6 +385,17 @@ class MemoryStore:
         if found is None:
             found = made[node] = [item for item in self._items_made(node) if visible[item[0]]]
         return found
+
+    def graph_warm(self) -> int:
+        """Makes the links and the items of every node of the entity graph now (up to
+        ``NODE_CACHE_MAX``), as a build from the rows ends, so that no ranking pays for them
+        when it first reaches a node; answers how many nodes were made."""
+        tables = (self._items_of, self._mentioned_by, self._edges_of, self._refs, self._out_refs)
+        nodes = list(islice(dict.fromkeys(chain.from_iterable(tables)), NODE_CACHE_MAX))
+        for node in nodes:
+            self._links(node)
+            self._items_made(node)
+        return len(nodes)
 
     def _items_made(self, node: str) -> tuple[tuple[int, float], ...]:
         """``_items_about(node)``, kept (``_node_items``)."""

@@ -71,6 +71,12 @@ def test_kept_links_and_items_are_the_tables_after_every_write(written):
             assert kept._items_made(node) == tuple(kept._items_about(node)), node
             kept.neighbours_seen(visible)(node)
             kept.items_seen(node, visible)
-        # ... and ranks as an index given the same writes that never read the graph before.
+        # ... and ranks as an index given the same writes that never read the graph before,
+        # and as one that made every node's at once (as a build from the rows ends).
+        warmed = MemoryIndex()
+        for earlier in written[:done]:
+            warmed.upsert(earlier)
+        assert warmed.graph_warm() == len(warmed._node_links) == len(warmed._node_items)
         for visibility in (Visibility(), Visibility(include_superseded=True)):
             assert kept.rank(QUERY, visibility) == cold.rank(QUERY, visibility)
+            assert warmed.rank(QUERY, visibility) == cold.rank(QUERY, visibility)
