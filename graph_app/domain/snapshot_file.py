@@ -2,10 +2,14 @@
 
 Nothing in a snapshot is ever executed or unpickled. The file is::
 
-    MAGIC | HMAC-SHA256 (32 bytes) | header size (8 bytes, little-endian) | JSON header
+    MAGIC | keyed BLAKE3 (32 bytes) | header size (8 bytes, little-endian) | JSON header
           | zero padding to a multiple of 64 | the arrays' bytes, each at a multiple of 64
 
-The signature covers every byte after it and is checked before anything else is read: a file
+The signature is BLAKE3 in its keyed mode, a MAC like HMAC-SHA256 (a 256-bit key, a 256-bit
+tag) that reads about 2.5 times as fast here (an 88 MB snapshot at 100k facts: 19 to 22 ms of
+CPU against 49 to 51 ms, 2026-12-06), which every new server pays as it loads its index; it
+runs outside the interpreter's lock. It covers every byte after it and is checked before
+anything else is read: a file
 that was not written with the key is refused unparsed. Even a file signed with the key (a key
 that leaked) is read as data only: the header is JSON, each array is one-dimensional with a
 dtype from a fixed set of numbers and booleans (never objects), and its place is checked to lie
@@ -16,7 +20,6 @@ import.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import mmap
@@ -24,8 +27,10 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 import numpy as np
+from blake3 import blake3
 
-MAGIC = b"memoryproject-index-snapshot/2\n"
+#: /3: signed with keyed BLAKE3 (a /2 file, signed with HMAC-SHA256, is refused and rebuilt).
+MAGIC = b"memoryproject-index-snapshot/3\n"
 DIGEST_BYTES = 32
 _SIZE_BYTES = 8
 ALIGN = 64
@@ -38,6 +43,11 @@ class SnapshotRefused(ValueError):
     """A file that is not a whole snapshot signed with the key, or does not parse as one."""
 
 
+def signature(body: bytes | memoryview, *, key: bytes) -> bytes:
+    """The signature of the bytes after it (``body``) with ``key`` (32 bytes)."""
+    return blake3(body, key=key).digest()
+
+
 def _padding(size: int) -> bytes:
     return b"\0" * (-size % ALIGN)
 
@@ -46,7 +56,7 @@ def snapshot_file_write(
     out: BinaryIO, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray], *, key: bytes
 ) -> None:
     """Writes ``header`` (JSON values) and ``arrays`` (one-dimensional, of ``DTYPES``) to the
-    seekable ``out``, signed with ``key``."""
+    seekable ``out``, signed with ``key`` (32 bytes)."""
     layout: dict[str, list[Any]] = {}
     chunks: list[np.ndarray] = []
     offset = 0
@@ -59,7 +69,7 @@ def snapshot_file_write(
         offset += array.nbytes + len(_padding(array.nbytes))
     text = json.dumps({"header": header, "arrays": layout}, allow_nan=False).encode()
     start = _SIZE_BYTES + len(text)
-    mac = hmac.new(key, digestmod=hashlib.sha256)
+    mac = blake3(key=key)
     out.write(MAGIC)
     out.write(b"\0" * DIGEST_BYTES)  # the signature, once every byte it covers is known
 
@@ -89,7 +99,7 @@ def snapshot_file_read(data: Stored, *, key: bytes) -> tuple[dict[str, Any], dic
     if len(data) < _BODY + _SIZE_BYTES or data[: len(MAGIC)] != MAGIC:
         raise SnapshotRefused("not a snapshot")
     with memoryview(data) as view, view[_BODY:] as body:
-        digest = hmac.digest(key, body, "sha256")
+        digest = signature(body, key=key)
     if not hmac.compare_digest(data[len(MAGIC) : _BODY], digest):
         raise SnapshotRefused("signature mismatch")
     size = int.from_bytes(data[_BODY : _BODY + _SIZE_BYTES], "little")

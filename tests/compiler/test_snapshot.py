@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from blake3 import blake3
 from django.db import transaction
 
 from graph_app import snapshot as snapshot_module
@@ -309,6 +310,29 @@ def test_snapshot_signed_with_another_key_is_ignored(settings, snapshots, graph)
     assert _stats(graph)["restored"] == -1
 
 
+def test_snapshot_of_the_hmac_format_is_refused_and_rebuilt_from_the_rows(snapshots, graph):
+    """A /2 snapshot (HMAC-SHA256 with the same key), left by an earlier version, is refused
+    unread: the index is built from the rows and written again in the current format."""
+    from graph_app.domain.snapshot_file import MAGIC
+    from graph_app.snapshot import snapshot_key
+
+    built = _compile(graph)
+    path = _file_of(graph)
+    body = path.read_bytes()[len(MAGIC) + 32 :]
+    older = b"memoryproject-index-snapshot/2\n"
+    path.write_bytes(older + hmac.digest(snapshot_key(), body, "sha256") + body)
+    compiler_cache_clear()
+    assert _compile(graph) == built
+    assert _stats(graph)["restored"] == -1
+    assert _stats(graph)["rows_read"] > 0
+    assert path.read_bytes().startswith(MAGIC)
+    rewritten = path.read_bytes()
+    assert (
+        rewritten[len(MAGIC) : len(MAGIC) + 32]
+        == blake3(rewritten[len(MAGIC) + 32 :], key=snapshot_key()).digest()
+    )
+
+
 def test_damaged_snapshot_never_fails_a_request(snapshots, graph, client_for):
     _compile(graph)
     _file_of(graph).write_bytes(b"\x00" * 100)
@@ -366,7 +390,7 @@ def _signed(body: bytes) -> bytes:
     from graph_app.domain.snapshot_file import MAGIC
     from graph_app.snapshot import snapshot_key
 
-    return MAGIC + hmac.digest(snapshot_key(), body, "sha256") + body
+    return MAGIC + blake3(body, key=snapshot_key()).digest() + body
 
 
 def _with_header(document: dict, data: bytes) -> bytes:
