@@ -49,6 +49,7 @@ from memoryproject.errors import ApplicationError, PermissionDeniedError
 from memoryproject.models import Project, ProjectAPIKey
 from memoryproject.operations import Operation
 from memoryproject.projects import Identity, LocalIdentity, project_resolve
+from memoryproject.schema_cache import json_schemas, model_name
 
 logger = logging.getLogger("memoryproject.mcp")
 
@@ -328,13 +329,13 @@ def call_run(registry: McpRegistry, request: dict[str, Any]) -> dict[str, Any]:
         _client_name.reset(client)
 
 
-def _tool_manifest(name: str, tool: Tool) -> dict[str, Any]:
+def _tool_manifest(name: str, tool: Tool, schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A tool as the SDK side registers it: the input model's fields (their JSON schema as
     published, so descriptions, defaults and bounds are the input model's; ``kind`` says
     whether the SDK may check the value is a string), whether ``project`` narrows a call that
-    spans projects, and the output model's schema."""
+    spans projects, and the output model's schema (``schemas``: each model's, by name)."""
     operation = tool.operation
-    schema = operation.input.model_json_schema()
+    schema = schemas[model_name(operation.input)]
     required = set(schema.get("required", []))
     params = []
     for field_name, prop in schema.get("properties", {}).items():
@@ -356,7 +357,7 @@ def _tool_manifest(name: str, tool: Tool) -> dict[str, Any]:
         "annotations": tool.hints.as_json(),
         "params": params,
         "spans_projects": operation.spans_projects,
-        "output_schema": operation.output.model_json_schema(),
+        "output_schema": schemas[model_name(operation.output)],
     }
 
 
@@ -381,9 +382,13 @@ def _prompt_arguments(text: Callable[..., str]) -> list[dict[str, Any]]:
 
 
 def manifest(registry: McpRegistry) -> dict[str, Any]:
-    """Every tool, resource and prompt of ``registry`` as JSON (what the SDK side publishes)."""
+    """Every tool, resource and prompt of ``registry`` as JSON (what the SDK side publishes);
+    the models' JSON schemas as kept from an earlier start of the same code when they were
+    (memoryproject.schema_cache)."""
+    models = [m for t in registry.tools.values() for m in (t.operation.input, t.operation.output)]
+    schemas = json_schemas(models)
     return {
-        "tools": [_tool_manifest(name, tool) for name, tool in registry.tools.items()],
+        "tools": [_tool_manifest(name, tool, schemas) for name, tool in registry.tools.items()],
         "resources": [
             {
                 "uri": uri,

@@ -35,8 +35,9 @@ elif _suffix:
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{_suffix}"}
 
 # The suite's large corpora must not leave index snapshots in the checkout; the snapshot tests
-# point COMPILER_SNAPSHOT_DIR at a temporary folder themselves.
-COMPILER_SNAPSHOT_DIR = ""
+# point COMPILER_SNAPSHOT_DIR at a temporary folder themselves (a server a test starts, through
+# TEST_COMPILER_SNAPSHOT_DIR).
+COMPILER_SNAPSHOT_DIR = os.environ.get("TEST_COMPILER_SNAPSHOT_DIR", "")
 # A snapshot due is written in the process that crossed the threshold, when the test expects it;
 # the background writer's own test turns COMPILER_SNAPSHOT_BACKGROUND on and waits for it.
 COMPILER_SNAPSHOT_BACKGROUND = False

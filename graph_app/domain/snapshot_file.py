@@ -5,12 +5,9 @@ Nothing in a snapshot is ever executed or unpickled. The file is::
     MAGIC | keyed BLAKE3 (32 bytes) | header size (8 bytes, little-endian) | JSON header
           | zero padding to a multiple of 64 | the arrays' bytes, each at a multiple of 64
 
-The signature is BLAKE3 in its keyed mode, a MAC like HMAC-SHA256 (a 256-bit key, a 256-bit
-tag) that reads about 2.5 times as fast here (an 88 MB snapshot at 100k facts: 19 to 22 ms of
-CPU against 49 to 51 ms, 2026-12-06), which every new server pays as it loads its index; it
-runs outside the interpreter's lock. It covers every byte after it and is checked before
-anything else is read: a file
-that was not written with the key is refused unparsed. Even a file signed with the key (a key
+The signature (keyed BLAKE3, ``memoryproject.domain.signed_files``), which every new server
+checks as it loads its index, covers every byte after it and is checked before anything else
+is read: a file that was not written with the key is refused unparsed. Even a file signed with the key (a key
 that leaked) is read as data only: the header is JSON, each array is one-dimensional with a
 dtype from a fixed set of numbers and booleans (never objects), and its place is checked to lie
 inside the file. Arrays are views of the bytes in place, aligned: the reader maps the file
@@ -27,25 +24,20 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 import numpy as np
-from blake3 import blake3
+
+from memoryproject.domain.signed_files import MAC_BYTES, mac, mac_hasher
 
 #: /3: signed with keyed BLAKE3 (a /2 file, signed with HMAC-SHA256, is refused and rebuilt).
 MAGIC = b"memoryproject-index-snapshot/3\n"
-DIGEST_BYTES = 32
 _SIZE_BYTES = 8
 ALIGN = 64
 #: The only dtypes an array may have (``np.dtype.str``): numbers and booleans, little-endian.
 DTYPES = frozenset({"|b1", "|u1", "<i4", "<i8", "<f8"})
-_BODY = len(MAGIC) + DIGEST_BYTES
+_BODY = len(MAGIC) + MAC_BYTES
 
 
 class SnapshotRefused(ValueError):
     """A file that is not a whole snapshot signed with the key, or does not parse as one."""
-
-
-def signature(body: bytes | memoryview, *, key: bytes) -> bytes:
-    """The signature of the bytes after it (``body``) with ``key`` (32 bytes)."""
-    return blake3(body, key=key).digest()
 
 
 def _padding(size: int) -> bytes:
@@ -69,12 +61,12 @@ def snapshot_file_write(
         offset += array.nbytes + len(_padding(array.nbytes))
     text = json.dumps({"header": header, "arrays": layout}, allow_nan=False).encode()
     start = _SIZE_BYTES + len(text)
-    mac = blake3(key=key)
+    signing = mac_hasher(key)
     out.write(MAGIC)
-    out.write(b"\0" * DIGEST_BYTES)  # the signature, once every byte it covers is known
+    out.write(b"\0" * MAC_BYTES)  # the signature, once every byte it covers is known
 
     def put(data: bytes | memoryview) -> None:
-        mac.update(data)
+        signing.update(data)
         out.write(data)
 
     put(len(text).to_bytes(_SIZE_BYTES, "little"))
@@ -84,7 +76,7 @@ def snapshot_file_write(
         put(array.data.cast("B"))
         put(_padding(array.nbytes))
     out.seek(len(MAGIC))
-    out.write(mac.digest())
+    out.write(signing.digest())
 
 
 #: What a snapshot is read from: its bytes, or a read-only map of its file.
@@ -99,7 +91,7 @@ def snapshot_file_read(data: Stored, *, key: bytes) -> tuple[dict[str, Any], dic
     if len(data) < _BODY + _SIZE_BYTES or data[: len(MAGIC)] != MAGIC:
         raise SnapshotRefused("not a snapshot")
     with memoryview(data) as view, view[_BODY:] as body:
-        digest = signature(body, key=key)
+        digest = mac(body, key=key)
     if not hmac.compare_digest(data[len(MAGIC) : _BODY], digest):
         raise SnapshotRefused("signature mismatch")
     size = int.from_bytes(data[_BODY : _BODY + _SIZE_BYTES], "little")
