@@ -216,7 +216,7 @@ def index_restore(
         keys: list[str | None] = list(strings.span(0, n))
     else:
         keys = strings.many(numbers.tolist())
-    if len(keys) != n or len(set(keys)) != n:
+    if len(keys) != n:  # and each key once: checked as the slots are numbered (``_bm25_restore``)
         raise ValueError("document keys: not one per document")
     docs = _StoredDocs(strings, arrays, cast(list[str], keys), payloads)
     index = MemoryIndex()
@@ -389,6 +389,8 @@ def _bm25_restore(
     keys = docs.keys
     n = len(keys)
     bm25._slot_of = dict(zip(keys, range(n), strict=True))
+    if len(bm25._slot_of) != n:
+        raise ValueError("document keys: not one per document")
     bm25._keys = list(keys)
     bm25._doc_tokens = SlotList(n, docs.tokens.__getitem__)
     lengths = docs.tokens.lengths()
@@ -398,11 +400,13 @@ def _bm25_restore(
     tfs = _beside(arrays, "postings.tf", runs)
     # Each run's slots ascending (``Postings.run`` is searched by bisection).
     steps = np.diff(runs.slots)
-    if len(steps):
-        steps[[end - 1 for end in runs.ends[:-1] if 0 < end < len(runs.slots)]] = 1
+    ends = np.asarray(runs.ends, dtype=np.int64)
+    if len(steps):  # a step from one run into the next is no step within a run
+        between = ends[:-1]
+        steps[between[(between > 0) & (between < len(runs.slots))] - 1] = 1
     if (steps <= 0).any() or (len(tfs) and int(tfs.min()) <= 0):
         raise ValueError("postings: a run out of order")
-    bm25._postings = Postings(runs.nodes, np.asarray(runs.ends), runs.slots, tfs, stored_slots=n)
+    bm25._postings = Postings(runs.nodes, ends, runs.slots, tfs, stored_slots=n)
     return bm25
 
 

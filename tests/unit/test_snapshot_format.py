@@ -262,6 +262,28 @@ def test_preview_counts_that_do_not_fit_the_items_are_refused(index, forged):
         index_restore(meta, arrays, ITEM_COLUMNS)
 
 
+def test_document_keys_that_repeat_are_refused(index):
+    meta, arrays = index_columns(index, ITEM_COLUMNS)
+    arrays = dict(arrays)
+    arrays["doc.key"] = arrays["doc.key"].copy()
+    arrays["doc.key"][1] = arrays["doc.key"][0]  # two slots, one key
+    with pytest.raises(ValueError, match="not one per document"):
+        index_restore(meta, arrays, ITEM_COLUMNS)
+
+
+def test_postings_out_of_order_within_a_run_are_refused(index):
+    """Each term's run of slots is searched by bisection: one out of order is refused (a step
+    down from one run into the next is not)."""
+    meta, arrays = index_columns(index, ITEM_COLUMNS)
+    ends, slots = arrays["postings.ends"], arrays["postings.slot"]
+    start = next(int(a) for a, b in zip([0, *ends[:-1]], ends, strict=True) if b - a >= 2)
+    arrays = dict(arrays)
+    arrays["postings.slot"] = slots.copy()
+    arrays["postings.slot"][[start, start + 1]] = slots[[start + 1, start]]
+    with pytest.raises(ValueError, match="a run out of order"):
+        index_restore(meta, arrays, ITEM_COLUMNS)
+
+
 def test_times_come_back_exact_and_in_utc(index):
     item = _restored(index).docs["fact:f3"].payload
     assert isinstance(item, IndexItem)
