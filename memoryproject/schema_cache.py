@@ -7,9 +7,10 @@ the handshake (py-spy: 15 % of the back's start-up samples), when an agent's fir
 one tool's validators. A model's JSON schema depends on the code and on pydantic alone, so the
 schemas are kept in a file in the snapshot directory (``COMPILER_SNAPSHOT_DIR``):
 
-- keyed by a fingerprint of the code: the bytes of every loaded module of the service's
-  packages and the versions of Python, pydantic and pydantic-core, so that any change of code
-  or library makes them again;
+- keyed by a fingerprint of the code: the bytes of every Python file of the service's
+  packages (whichever a process has imported, so that every process agrees) and the versions
+  of Python, pydantic and pydantic-core, so that any change of code or library makes them
+  again;
 - signed like the index snapshots (keyed BLAKE3, ``memoryproject.domain.signed_files``) under
   a key derived from ``SECRET_KEY`` for this one use: a file someone else wrote is ignored, so
   no one who can write in the directory without the key can change what the tools publish;
@@ -26,6 +27,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +53,21 @@ def model_name(model: type[BaseModel]) -> str:
 
 
 def code_fingerprint() -> str:
-    """BLAKE3 over the versions of Python, pydantic and pydantic-core and the bytes of every
-    loaded module of ``PACKAGES`` (its name and its file, in name order)."""
+    """BLAKE3 over the versions of Python, pydantic and pydantic-core and every Python file of
+    ``PACKAGES`` but their migrations (its path in its package and its bytes, in path order):
+    about 270 files, 1.5 MB, read in about 5 ms."""
     digest = blake3()
     for version in (sys.version, pydantic.VERSION, pydantic_core.__version__):
         digest.update(f"{version}\n".encode())
-    for name in sorted(sys.modules):
-        if name.partition(".")[0] not in PACKAGES:
-            continue
-        path = getattr(sys.modules[name], "__file__", None)
-        if not path:
-            continue
-        digest.update(f"{name}\n".encode())
-        try:
-            digest.update(Path(path).read_bytes())
-        except OSError:
-            digest.update(b"\0unreadable\0")
+    for package in sorted(PACKAGES):
+        spec = find_spec(package)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            for folder, folders, files in os.walk(root):
+                folders[:] = sorted(f for f in folders if f not in ("__pycache__", "migrations"))
+                for name in sorted(f for f in files if f.endswith(".py")):
+                    path = Path(folder, name)
+                    digest.update(f"{package}/{path.relative_to(root)}\n".encode())
+                    digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 from pydantic import Field
@@ -15,6 +17,7 @@ from memoryproject.contracts import Input
 from memoryproject.domain.signed_files import signed
 from memoryproject.schema_cache import FILE_NAME, MAGIC, json_schemas, model_name
 
+from .conftest import REPO
 from .test_split import _published
 
 
@@ -98,6 +101,36 @@ def test_an_unwritable_directory_costs_only_the_making(settings, tmp_path, caplo
     with caplog.at_level(logging.WARNING, logger="memoryproject.schema_cache"):
         assert json_schemas([model]) == {model_name(model): model.model_json_schema()}
     assert "not kept" in caplog.text
+
+
+def test_every_process_of_the_same_code_has_the_same_fingerprint():
+    """Whatever a process has imported (here the whole service; there only the module), so
+    that what one start kept another reads."""
+    alone = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from memoryproject import schema_cache as s; print(s.code_fingerprint())",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert alone == schema_cache.code_fingerprint()
+
+
+def test_a_change_of_code_changes_the_fingerprint(tmp_path, monkeypatch):
+    package = tmp_path / "probe_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "contracts.py").write_text('DESCRIPTION = "How many results."\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(schema_cache, "PACKAGES", frozenset({"probe_package"}))
+    before = schema_cache.code_fingerprint()
+    assert schema_cache.code_fingerprint() == before
+    (package / "contracts.py").write_text('DESCRIPTION = "How many results, at most."\n')
+    assert schema_cache.code_fingerprint() != before
 
 
 @pytest.mark.slow
