@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 MAGIC = b"memoryproject-json-schemas/1\n"
 FILE_NAME = "json-schemas.cache"
-#: The packages whose loaded modules the fingerprint reads.
+#: The packages whose Python files the fingerprint reads.
 PACKAGES = frozenset({"memoryproject", "sessions_app", "graph_app", "audit_app", "orchestration"})
 
 

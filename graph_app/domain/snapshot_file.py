@@ -7,12 +7,12 @@ Nothing in a snapshot is ever executed or unpickled. The file is::
 
 The signature (keyed BLAKE3, ``memoryproject.domain.signed_files``), which every new server
 checks as it loads its index, covers every byte after it and is checked before anything else
-is read: a file that was not written with the key is refused unparsed. Even a file signed with the key (a key
-that leaked) is read as data only: the header is JSON, each array is one-dimensional with a
-dtype from a fixed set of numbers and booleans (never objects), and its place is checked to lie
-inside the file. Arrays are views of the bytes in place, aligned: the reader maps the file
-(``graph_app.snapshot``) rather than reading it into memory. Pure Python + numpy: no Django
-import.
+is read: a file that was not written with the key is refused unparsed. Even a file signed with
+the key (a key that leaked) is read as data only: the header is JSON, each array is
+one-dimensional with a dtype from a fixed set of numbers and booleans (never objects), and its
+place is checked to lie inside the file. Arrays are views of the bytes in place, aligned: the
+reader maps the file (``graph_app.snapshot``) rather than reading it into memory. Pure Python +
+numpy: no Django import.
 """
 
 from __future__ import annotations
