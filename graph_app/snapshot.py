@@ -25,7 +25,6 @@ snapshots.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import logging
 import mmap
 import os
@@ -45,6 +44,7 @@ from graph_app.domain.index_items import ITEM_COLUMNS
 from graph_app.domain.memory_index import MemoryIndex
 from graph_app.domain.snapshot_file import offset_in, snapshot_file_read, snapshot_file_write
 from graph_app.snapshot_writer import writer_lock, writer_lock_path
+from memoryproject.domain.signed_files import derived_key
 from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ def code_fingerprint() -> str:
 
 def snapshot_key() -> bytes:
     """The signing key, derived from ``SECRET_KEY`` for this one use."""
-    return hmac.digest(settings.SECRET_KEY.encode(), b"memoryproject compiler snapshot", "sha256")
+    return derived_key(settings.SECRET_KEY, "memoryproject compiler snapshot")
 
 
 def snapshot_write(

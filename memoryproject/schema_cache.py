@@ -8,9 +8,9 @@ one tool's validators. A model's JSON schema depends on the code and on pydantic
 schemas are kept in a file in the snapshot directory (``COMPILER_SNAPSHOT_DIR``):
 
 - keyed by a fingerprint of the code: the bytes of every Python file of the service's
-  packages (whichever a process has imported, so that every process agrees) and the versions
-  of Python, pydantic and pydantic-core, so that any change of code or library makes them
-  again;
+  packages, whatever a process has imported (so that every process of the same code agrees),
+  and the versions of Python, pydantic and pydantic-core: any change of code or library makes
+  them again;
 - signed like the index snapshots (keyed BLAKE3, ``memoryproject.domain.signed_files``) under
   a key derived from ``SECRET_KEY`` for this one use: a file someone else wrote is ignored, so
   no one who can write in the directory without the key can change what the tools publish;
@@ -20,7 +20,6 @@ schemas are kept in a file in the snapshot directory (``COMPILER_SNAPSHOT_DIR``)
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import os
@@ -37,7 +36,7 @@ from blake3 import blake3
 from django.conf import settings
 from pydantic import BaseModel
 
-from memoryproject.domain.signed_files import signed, signed_body
+from memoryproject.domain.signed_files import derived_key, signed, signed_body
 from memoryproject.filemodes import PRIVATE_DIR
 
 log = logging.getLogger(__name__)
@@ -72,7 +71,7 @@ def code_fingerprint() -> str:
 
 
 def _key() -> bytes:
-    return hmac.digest(settings.SECRET_KEY.encode(), b"memoryproject json schemas", "sha256")
+    return derived_key(settings.SECRET_KEY, "memoryproject json schemas")
 
 
 def cache_path() -> Path | None:

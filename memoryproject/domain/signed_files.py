@@ -17,6 +17,12 @@ from blake3 import blake3
 MAC_BYTES = 32
 
 
+def derived_key(secret: str, use: str) -> bytes:
+    """A key of ``MAC_BYTES`` for one use (``use`` names it) derived from the deployment's
+    ``secret``: a file signed for one use never verifies for another."""
+    return hmac.digest(secret.encode(), use.encode(), "sha256")
+
+
 def mac(body: bytes | memoryview, *, key: bytes) -> bytes:
     """The signature of ``body`` with ``key`` (32 bytes)."""
     return blake3(body, key=key).digest()
