@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, count
 from operator import attrgetter
 from typing import Any, cast
 
@@ -50,10 +50,12 @@ class StringTable:
 
     def __init__(self) -> None:
         # Each string's number + 1 (None is 0), given on first sight by the dict itself: the
-        # lookups of millions of tokens stay in C. A value that is not a string fails in
-        # ``columns``.
-        self._ids: defaultdict[str | None, int] = defaultdict()
-        self._ids.default_factory = self._ids.__len__
+        # lookups of millions of tokens stay in C. The numbers come from a counter, not from
+        # the dict's own length: a dict whose factory is its own method is a reference cycle,
+        # which would keep every string of the index alive after a snapshot is written, until
+        # a full collection (never, once the process freezes its objects). A value that is not
+        # a string fails in ``columns``.
+        self._ids: defaultdict[str | None, int] = defaultdict(count(1).__next__)
         self._ids[None] = 0
 
     def ids(self, values: Iterable[str | None]) -> np.ndarray:

@@ -46,13 +46,6 @@ SERVICES = ["ledger_store", "auth_service", "billing_api", "order_worker"]
 
 
 @pytest.fixture
-def snapshots(settings, tmp_path):
-    settings.COMPILER_SNAPSHOT_DIR = str(tmp_path / "index")
-    settings.COMPILER_SNAPSHOT_MIN_ROWS = 1
-    return tmp_path / "index"
-
-
-@pytest.fixture
 def graph(default_project):
     for service in SERVICES:
         fact_upsert(

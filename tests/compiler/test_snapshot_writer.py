@@ -34,13 +34,6 @@ QUERY = "what does payment_service depend on"
 WAIT_SECONDS = 120
 
 
-@pytest.fixture
-def snapshots(settings, tmp_path):
-    settings.COMPILER_SNAPSHOT_DIR = str(tmp_path / "index")
-    settings.COMPILER_SNAPSHOT_MIN_ROWS = 1
-    return tmp_path / "index"
-
-
 def _facts(project, *values: str) -> None:
     for value in values:
         fact_upsert(

@@ -4,6 +4,8 @@ changes as the dicts and lists they stand for would, and refuse columns that do 
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -365,3 +367,19 @@ def test_compacted_postings_read_and_change_as_the_dicts_they_were_made_from(wri
             assert runs[0][1].tolist() == runs[1][1].tolist()
     assert sorted(compacted.terms()) == sorted(fresh.terms())
     assert compacted.vocabulary == fresh.vocabulary
+
+
+def test_a_string_table_leaves_no_reference_cycle_behind():
+    """A snapshot's string table holds every string of the index while it is written: let go,
+    it must be freed at once, not left to a full collection (which a process that freezes its
+    objects after a build may never run)."""
+    gc.collect()
+    gc.disable()
+    try:
+        table = StringTable()
+        table.ids([*TEXTS, None])
+        table.columns()
+        del table
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

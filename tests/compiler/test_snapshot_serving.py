@@ -1,0 +1,93 @@
+"""A process that builds a project's index from the rows, once it has written the snapshot,
+serves the index from that snapshot's columns, as every process started since reads them: the
+same answers, before and after later writes, and the built copy let go."""
+
+from __future__ import annotations
+
+import weakref
+
+import pytest
+
+from graph_app.compiler import context_compile
+from graph_app.episode_writes import episode_record
+from graph_app.fact_writes import fact_upsert
+from graph_app.index_cache import compiler_cache_clear, compiler_cache_stats, project_index
+
+pytestmark = pytest.mark.django_db
+
+QUERY = "which queue does order_worker read and what does it depend on"
+
+
+def _graph(project) -> None:
+    for subject, value in [
+        ("order_worker", "ledger_store"),
+        ("order_worker", "billing_api"),
+        ("billing_api", "auth_service"),
+    ]:
+        fact_upsert(project=project, subject_id=subject, predicate="depends_on", object_value=value)
+    fact_upsert(
+        project=project, subject_id="order_worker", predicate="reads_queue", object_value="orders"
+    )
+    episode_record(
+        project=project,
+        title="Incident: order_worker stalled on the orders queue",
+        category="incident",
+        content="order_worker stopped reading orders when billing_api timed out; retries fixed it.",
+        entities_mentioned=["order_worker", "billing_api"],
+    )
+
+
+def _compile(project):
+    return context_compile(project=project, query=QUERY, max_tokens=600)
+
+
+def _stats(project):
+    stats = compiler_cache_stats(project.pk)
+    assert stats is not None
+    return stats
+
+
+def _built_without_snapshots(project, settings):
+    """The compile of a process that builds the index and keeps it as built."""
+    compiler_cache_clear()
+    directory = settings.COMPILER_SNAPSHOT_DIR
+    settings.COMPILER_SNAPSHOT_DIR = ""
+    try:
+        answer = _compile(project)
+        assert _stats(project)["mapped"] == 0
+        return answer
+    finally:
+        settings.COMPILER_SNAPSHOT_DIR = directory
+        compiler_cache_clear()
+
+
+def test_a_built_index_is_served_from_the_snapshot_it_wrote(snapshots, default_project, settings):
+    _graph(default_project)
+    entry = project_index(default_project)
+    building = weakref.ref(entry.index)
+
+    served = _compile(default_project)
+
+    stats = _stats(default_project)
+    assert stats["mapped"] == 1  # reads the columns of the file it wrote
+    assert stats["restored"] == -1 and stats["rows_read"] >= 5  # built here, from the rows
+    assert building() is None  # the built copy is gone, not kept beside the columns
+    assert served["items"] and "orders" in served["markdown"]
+    assert served == _built_without_snapshots(default_project, settings)
+
+
+def test_writes_after_the_switch_are_served_as_a_build_would(snapshots, default_project, settings):
+    _graph(default_project)
+    _compile(default_project)
+    assert _stats(default_project)["mapped"] == 1
+    fact_upsert(
+        project=default_project,
+        subject_id="order_worker",
+        predicate="reads_queue",
+        object_value="orders_v2",
+    )
+
+    served = _compile(default_project)
+
+    assert "orders_v2" in served["markdown"]
+    assert served == _built_without_snapshots(default_project, settings)
