@@ -277,20 +277,25 @@ class BM25Index:
         rank-bm25), plus ``IDENTIFIER_BOOST`` x IDF for each whole identifier a document holds.
         ``b``: the length normalisation, when not the index's."""
         self._refresh()
-        scores = np.zeros(len(self._keys))
+        size = len(self._keys)
         if not self._slot_of:
-            return scores
+            return np.zeros(size)
+        slots: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
         for term in query:
             contribution = self.contribution(term, b)
             if contribution is not None:
-                scores[index_of(contribution[0])] += contribution[1]
+                slots.append(contribution[0])
+                scores.append(contribution[1])
         # Sorted: added in the same order in every process (a set's order is not).
         for identifier in sorted(set(boost_identifiers)):
             arrays = self._posting_array(identifier)
-            if arrays is None:
-                continue
-            scores[index_of(arrays[0])] += IDENTIFIER_BOOST * self.smooth_idf(identifier)
-        return scores
+            if arrays is not None:
+                slots.append(arrays[0])
+                scores.append(
+                    np.full(len(arrays[0]), IDENTIFIER_BOOST * self.smooth_idf(identifier))
+                )
+        return _summed(slots, scores, size)
 
     def contribution(self, term: str, b: float | None) -> tuple[np.ndarray, np.ndarray] | None:
         """(slots, BM25 score) of the documents holding ``term`` (each slot once), ``b`` as in
@@ -420,3 +425,15 @@ class BM25Index:
         """Scores by key for every live document (mainly for tests and small corpora)."""
         dense = self.dense_scores(query)
         return {key: float(dense[slot]) for key, slot in self._slot_of.items()}
+
+
+def _summed(slots: list[np.ndarray], values: list[np.ndarray], size: int) -> np.ndarray:
+    """Per slot of ``size``, the sum of the ``values`` given to it, added in the order given
+    (runs of slots each holding a slot once): ``bincount`` adds them one after the other in one
+    pass, the same floats as adding each run into a zeroed array in turn, without the gather
+    and scatter of each run's fancy indexing."""
+    if not slots:
+        return np.zeros(size)
+    return np.bincount(
+        index_of(np.concatenate(slots)), weights=np.concatenate(values), minlength=size
+    )

@@ -104,7 +104,7 @@ class MemoryIndex(MemoryStore):
         related = self._related(terms, params)
         if related:
             relevance = self._with_related(relevance, related, params)
-        relevance = relevance * visible
+        relevance *= visible  # in place: ``_lexical`` and ``_with_related`` answer new arrays
         shares = related_shares(related, params.related_weight)
 
         # Everything after BM25 works on the best ``pool`` items, not on the whole corpus (in
@@ -166,19 +166,24 @@ class MemoryIndex(MemoryStore):
         table = self.bm25.match_table(terms)
         total = sum(self.bm25.smooth_idf(t) for t in sorted(set(terms)))
         if table is not None and params.coordination > 0 and total > 0:
-            # Only the slots holding a query term get a coverage above zero: the rest stays zero,
-            # and each product is worked out on those slots alone, not the whole corpus.
+            # Only the slots holding a query term get a coverage above zero (a slot holding none
+            # has mask 0, whose coverage is 0.0): worked out over the whole corpus at once, each
+            # slot's weight and coverage taken from the masks' small tables, about a third
+            # faster than gathering the matching slots first (at 100k facts, where a query's
+            # terms are in four documents of ten), the same floats.
             mask, sums = table
-            hit = (mask != 0).nonzero()[0]  # a bool array's nonzero is several times faster
-            held = index_of(mask[hit])
-            weight = sums[held]
+            held = index_of(mask)
+            weight = sums.take(held)
             # Okapi BM25 gives a term found in half of the documents zero weight, which in a
             # small project is most terms: a match must still beat a miss, a rare match a
             # common one.
             cover = (sums / total) ** params.coordination
-            relevance = np.zeros(len(dense))
-            relevance[hit] = (dense[hit] + 1e-2 * weight) * cover[held]
-            return relevance, hit[weight > 0]
+            matched = (weight > 0).nonzero()[0]
+            # (dense + 1e-2 x weight) x cover, in place: the same floats (a sum in either order).
+            relevance = weight * 1e-2
+            relevance += dense
+            relevance *= cover.take(held)
+            return relevance, matched
         matched = self.bm25.matched_weight(terms) if table is None else table[1][table[0]]
         relevance = dense + 1e-2 * matched
         if params.coordination > 0 and total > 0:

@@ -9,7 +9,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph_app.domain.bm25 import EPSILON, BM25Index, okapi_idf
+from graph_app.domain.bm25 import EPSILON, IDENTIFIER_BOOST, BM25Index, okapi_idf
 
 # Few words over many short documents: most of them end up in more than half of the documents,
 # whose raw IDF is negative, so the floor decides their weight.
@@ -77,3 +77,29 @@ def test_a_term_in_most_documents_gets_the_floor_and_a_rare_one_its_own_idf():
     assert index.idf("once") == math.log(9 - 1 + 0.5) - math.log(1 + 0.5) == whole["once"]
     assert index.idf("common") == whole["common"] > 0  # the floor, not its negative raw IDF
     assert index.scores(["common"])["d3"] > 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    first=documents,
+    query=st.lists(words | st.just("absent"), max_size=10),
+    boosted=st.lists(words | st.just("absent"), max_size=3),
+)
+def test_scores_are_the_floats_of_adding_each_term_in_turn(first, query, boosted):
+    """A query's scores are its terms' contributions added slot by slot in the query's order
+    (a repeated term again), then the boosted identifiers' in sorted order: the same floats,
+    however the sum is carried out."""
+    index = BM25Index()
+    for n, tokens in enumerate(first):
+        index.upsert(f"d{n}", tokens)
+    expected = [0.0] * len(first)
+    for term in query:
+        found = index.contribution(term, None)
+        if found is not None:
+            for slot, score in zip(found[0].tolist(), found[1].tolist(), strict=True):
+                expected[slot] += score
+    for term in sorted(set(boosted)):
+        for slot in range(len(first)):
+            if term in first[slot]:
+                expected[slot] += IDENTIFIER_BOOST * index.smooth_idf(term)
+    assert index.dense_scores(query, boost_identifiers=boosted).tolist() == expected
