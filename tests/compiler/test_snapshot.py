@@ -30,7 +30,6 @@ from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import (
     compiler_cache_clear,
     compiler_cache_forget,
-    compiler_cache_stats,
     compiler_warm,
 )
 from graph_app.models import TemporalFact
@@ -38,6 +37,7 @@ from graph_app.snapshot import snapshot_path
 from graph_app.text_cache import text_caches_clear
 from memoryproject import tokens as tokens_module
 from memoryproject.tokens import count_key
+from tests.compiler.helpers import stats_of
 
 pytestmark = pytest.mark.django_db
 
@@ -70,12 +70,6 @@ def graph(default_project):
     return default_project
 
 
-def _stats(project):
-    stats = compiler_cache_stats(project.pk)
-    assert stats is not None
-    return stats
-
-
 def _file_of(project) -> Path:
     path = snapshot_path(project.pk)
     assert path is not None
@@ -88,13 +82,13 @@ def _compile(project):
 
 def test_first_compile_after_start_loads_the_snapshot_instead_of_rebuilding(snapshots, graph):
     built = _compile(graph)
-    rows = _stats(graph)["rows_read"]
+    rows = stats_of(graph)["rows_read"]
     assert rows >= 6  # every fact and the episode
     assert _file_of(graph).exists()
 
     compiler_cache_clear()  # a new process
     loaded = _compile(graph)
-    stats = _stats(graph)
+    stats = stats_of(graph)
     assert stats["rows_read"] == 0
     assert stats["restored"] == built["revision"] == stats["revision"]
     assert loaded == built
@@ -118,7 +112,7 @@ def test_a_snapshot_written_in_place_while_it_is_restored_is_ignored(
     monkeypatch.setattr(snapshot_module, "index_restore", written_meanwhile)
     compiler_cache_clear()
     assert _compile(graph) == built
-    assert _stats(graph)["restored"] == -1
+    assert stats_of(graph)["restored"] == -1
     assert "changed while read" in caplog.text
 
 
@@ -129,13 +123,13 @@ def test_a_snapshot_written_in_place_after_it_was_restored_is_dropped(snapshots,
     built = _compile(graph)
     compiler_cache_clear()
     assert _compile(graph) == built
-    assert _stats(graph)["restored"] >= 0  # loaded from the file, read in place
+    assert stats_of(graph)["restored"] >= 0  # loaded from the file, read in place
     path = _file_of(graph)
     with path.open("r+b") as out:
         out.seek(0, 2)
         out.write(b"\0")
     assert _compile(graph) == built
-    stats = _stats(graph)
+    stats = stats_of(graph)
     assert stats["restored"] == -1 and stats["rows_read"] > 0
     assert "changed: rebuilt" in caplog.text
 
@@ -151,7 +145,7 @@ def test_a_restored_index_answers_after_its_file_is_replaced(snapshots, graph):
     replacement.write_bytes(b"not a snapshot")
     replacement.replace(path)
     assert _compile(graph) == built
-    assert _stats(graph)["restored"] >= 0
+    assert stats_of(graph)["restored"] >= 0
 
 
 def test_no_snapshot_below_the_row_threshold(settings, snapshots, graph):
@@ -160,7 +154,7 @@ def test_no_snapshot_below_the_row_threshold(settings, snapshots, graph):
     assert not _file_of(graph).exists()
     compiler_cache_clear()
     _compile(graph)
-    assert _stats(graph)["restored"] == -1
+    assert stats_of(graph)["restored"] == -1
 
 
 def test_stale_snapshot_is_refreshed_from_the_change_feed_never_served(snapshots, graph):
@@ -175,7 +169,7 @@ def test_stale_snapshot_is_refreshed_from_the_change_feed_never_served(snapshots
     )
 
     fresh = _compile(graph)
-    stats = _stats(graph)
+    stats = stats_of(graph)
     assert stats["restored"] == old["revision"] < fresh["revision"] == stats["revision"]
     # Only the new fact and the one it closed were read, not the whole graph.
     assert stats["rows_read"] == 2
@@ -221,7 +215,7 @@ def test_snapshot_of_a_history_the_database_no_longer_holds_is_ignored(snapshots
     )
     assert "eu_west_cluster" not in result["markdown"]
     assert "on_prem" in result["markdown"]
-    assert _stats(graph)["restored"] == -1
+    assert stats_of(graph)["restored"] == -1
 
 
 def _seen_then_rolled_back(graph) -> str:
@@ -286,13 +280,13 @@ def test_damaged_snapshot_is_ignored_and_rebuilt(snapshots, graph, damage):
     compiler_cache_clear()
 
     assert _compile(graph) == built
-    stats = _stats(graph)
+    stats = stats_of(graph)
     assert stats["restored"] == -1
     assert stats["rows_read"] >= 6
     # ... and a good snapshot replaces the damaged one.
     compiler_cache_clear()
     assert _compile(graph) == built
-    assert _stats(graph)["rows_read"] == 0
+    assert stats_of(graph)["rows_read"] == 0
 
 
 def test_snapshot_signed_with_another_key_is_ignored(settings, snapshots, graph):
@@ -300,7 +294,7 @@ def test_snapshot_signed_with_another_key_is_ignored(settings, snapshots, graph)
     settings.SECRET_KEY = "another deployment's secret key, long enough to be a real one"
     compiler_cache_clear()
     assert _compile(graph) == built
-    assert _stats(graph)["restored"] == -1
+    assert stats_of(graph)["restored"] == -1
 
 
 def test_snapshot_of_the_hmac_format_is_refused_and_rebuilt_from_the_rows(snapshots, graph):
@@ -316,8 +310,8 @@ def test_snapshot_of_the_hmac_format_is_refused_and_rebuilt_from_the_rows(snapsh
     path.write_bytes(older + hmac.digest(snapshot_key(), body, "sha256") + body)
     compiler_cache_clear()
     assert _compile(graph) == built
-    assert _stats(graph)["restored"] == -1
-    assert _stats(graph)["rows_read"] > 0
+    assert stats_of(graph)["restored"] == -1
+    assert stats_of(graph)["rows_read"] > 0
     assert path.read_bytes().startswith(MAGIC)
     rewritten = path.read_bytes()
     assert (
@@ -352,10 +346,10 @@ def test_unwritable_snapshot_directory_still_answers(settings, snapshots, graph,
 
 def test_warming_before_workers_fork_leaves_nothing_to_read(snapshots, graph):
     warmed = compiler_warm()
-    assert warmed[graph.slug] == _stats(graph)["revision"] > 0
-    rows = _stats(graph)["rows_read"]
+    assert warmed[graph.slug] == stats_of(graph)["revision"] > 0
+    rows = stats_of(graph)["rows_read"]
     _compile(graph)
-    assert _stats(graph)["rows_read"] == rows
+    assert stats_of(graph)["rows_read"] == rows
 
 
 # --- a snapshot is data, never code ---------------------------------------------------------
@@ -416,7 +410,7 @@ def test_a_signed_snapshot_holding_a_pickle_is_refused_and_never_run(
 
     assert _compile(graph) == built
     assert not marker.exists(), "loading the snapshot ran code"
-    assert _stats(graph)["restored"] == -1
+    assert stats_of(graph)["restored"] == -1
     assert "compiler index snapshot" in caplog.text and "ignored" in caplog.text
 
 
@@ -431,11 +425,11 @@ def test_a_snapshot_with_one_byte_changed_is_ignored_and_rebuilt(snapshots, grap
     compiler_cache_clear()
 
     assert _compile(graph) == built
-    assert _stats(graph)["restored"] == -1
-    assert _stats(graph)["rows_read"] >= 6
+    assert stats_of(graph)["restored"] == -1
+    assert stats_of(graph)["rows_read"] >= 6
     compiler_cache_clear()  # the rebuilt index wrote a good snapshot in its place
     assert _compile(graph) == built
-    assert _stats(graph)["rows_read"] == 0
+    assert stats_of(graph)["rows_read"] == 0
 
 
 def test_a_loaded_snapshot_answers_every_view_as_a_fresh_build(settings, snapshots, graph):
@@ -464,11 +458,11 @@ def test_a_loaded_snapshot_answers_every_view_as_a_fresh_build(settings, snapsho
     compiles()  # writes the snapshot
     compiler_cache_clear()
     loaded = compiles()
-    assert _stats(graph)["restored"] >= 0 and _stats(graph)["rows_read"] == 0
+    assert stats_of(graph)["restored"] >= 0 and stats_of(graph)["rows_read"] == 0
     settings.COMPILER_SNAPSHOT_DIR = ""
     compiler_cache_clear()
     fresh = compiles()
-    assert _stats(graph)["restored"] == -1
+    assert stats_of(graph)["restored"] == -1
     assert loaded == fresh
 
 
@@ -538,6 +532,6 @@ def test_a_restored_index_previews_an_episode_without_counting_its_sentences_aga
 
     monkeypatch.setattr(text_cache, "count_tokens", count_tokens)
     assert compiled() == built
-    assert _stats(default_project)["restored"] >= 0
+    assert stats_of(default_project)["restored"] >= 0
     assert counted, "the preview itself is counted"
     assert not {count_key(text) for part in parts for text in (part, " " + part)} & set(counted)

@@ -11,7 +11,8 @@ import pytest
 from graph_app.compiler import context_compile
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
-from graph_app.index_cache import compiler_cache_clear, compiler_cache_stats, project_index
+from graph_app.index_cache import compiler_cache_clear, project_index
+from tests.compiler.helpers import stats_of
 
 pytestmark = pytest.mark.django_db
 
@@ -41,12 +42,6 @@ def _compile(project):
     return context_compile(project=project, query=QUERY, max_tokens=600)
 
 
-def _stats(project):
-    stats = compiler_cache_stats(project.pk)
-    assert stats is not None
-    return stats
-
-
 def _built_without_snapshots(project, settings):
     """The compile of a process that builds the index and keeps it as built."""
     compiler_cache_clear()
@@ -54,7 +49,7 @@ def _built_without_snapshots(project, settings):
     settings.COMPILER_SNAPSHOT_DIR = ""
     try:
         answer = _compile(project)
-        assert _stats(project)["mapped"] == 0
+        assert stats_of(project)["mapped"] == 0
         return answer
     finally:
         settings.COMPILER_SNAPSHOT_DIR = directory
@@ -68,7 +63,7 @@ def test_a_built_index_is_served_from_the_snapshot_it_wrote(snapshots, default_p
 
     served = _compile(default_project)
 
-    stats = _stats(default_project)
+    stats = stats_of(default_project)
     assert stats["mapped"] == 1  # reads the columns of the file it wrote
     assert stats["restored"] == -1 and stats["rows_read"] >= 5  # built here, from the rows
     assert building() is None  # the built copy is gone, not kept beside the columns
@@ -79,7 +74,7 @@ def test_a_built_index_is_served_from_the_snapshot_it_wrote(snapshots, default_p
 def test_writes_after_the_switch_are_served_as_a_build_would(snapshots, default_project, settings):
     _graph(default_project)
     _compile(default_project)
-    assert _stats(default_project)["mapped"] == 1
+    assert stats_of(default_project)["mapped"] == 1
     fact_upsert(
         project=default_project,
         subject_id="order_worker",

@@ -24,11 +24,11 @@ from graph_app.index_cache import (
     ProjectIndex,
     compiler_cache_clear,
     compiler_cache_forget,
-    compiler_cache_stats,
     snapshot_now,
 )
 from graph_app.snapshot import snapshot_path
 from graph_app.snapshot_writer import snapshot_in_background, writer_lock
+from tests.compiler.helpers import stats_of
 
 QUERY = "what does payment_service depend on"
 WAIT_SECONDS = 120
@@ -48,12 +48,6 @@ def _compile(project):
     return context_compile(project=project, query=QUERY, max_tokens=600)
 
 
-def _stats(project):
-    stats = compiler_cache_stats(project.pk)
-    assert stats is not None
-    return stats
-
-
 def _writers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "snapshot-writer"]
 
@@ -69,7 +63,7 @@ def test_a_restored_index_leaves_its_due_snapshot_to_a_process_of_its_own(
     assert path is not None and path.exists()
     compiler_cache_clear()
     _compile(default_project)
-    assert _stats(default_project)["restored"] == first["revision"]
+    assert stats_of(default_project)["restored"] == first["revision"]
     written = path.stat().st_mtime_ns
 
     _facts(default_project, "billing_api")
@@ -91,8 +85,8 @@ def test_a_restored_index_leaves_its_due_snapshot_to_a_process_of_its_own(
     assert int(found[1]) == due["revision"] and int(found[2]) != os.getpid()
     compiler_cache_clear()
     assert _compile(default_project)["markdown"] == due["markdown"]
-    assert _stats(default_project)["restored"] == due["revision"]
-    assert _stats(default_project)["rows_read"] == 0
+    assert stats_of(default_project)["restored"] == due["revision"]
+    assert stats_of(default_project)["rows_read"] == 0
 
 
 def test_the_command_writes_a_snapshot_behind_and_then_finds_it_current(
@@ -148,8 +142,8 @@ def test_a_write_landing_between_the_refresh_and_the_save_is_caught_up_with(
     compiler_cache_clear()
     monkeypatch.setattr(ProjectIndex, "save", save)
     assert "billing_api" in _compile(default_project)["markdown"]
-    assert _stats(default_project)["restored"] == report["revision"]
-    assert _stats(default_project)["rows_read"] == 0
+    assert stats_of(default_project)["restored"] == report["revision"]
+    assert stats_of(default_project)["rows_read"] == 0
 
 
 def test_a_writer_finding_the_lock_held_leaves_the_work_to_its_holder(snapshots, default_project):
@@ -227,7 +221,7 @@ def test_a_snapshot_fewer_than_min_rows_behind_is_left_as_it_is(
     assert path.stat().st_mtime_ns != written
     compiler_cache_clear()
     assert "billing_api" in _compile(default_project)["markdown"]
-    assert _stats(default_project)["rows_read"] == 0
+    assert stats_of(default_project)["rows_read"] == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -258,7 +252,7 @@ def test_servers_crossing_the_threshold_for_the_same_rows_share_one_rewrite(
     assert path.stat().st_mtime_ns == rewritten
     compiler_cache_clear()
     assert "queue_worker" in _compile(default_project)["markdown"]
-    assert 1 <= _stats(default_project)["rows_read"] < 3
+    assert 1 <= stats_of(default_project)["rows_read"] < 3
 
 
 def test_the_command_refuses_a_negative_row_count(snapshots, default_project):
