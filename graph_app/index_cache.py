@@ -110,14 +110,12 @@ class ProjectIndex:
         for row in fact_rows_changed_since(project=project, revision=since):
             self._put(fact_doc(row))
             rows += 1
-        if since == 0 and rows:
+        built = since == 0 and rows > 0
+        if built:
             # A build from the rows (no index, no usable snapshot): what a warm start avoids.
             # Its postings are then kept as a restored index keeps them (about 0.2 s at 100k),
             # and the heap their dicts held goes back to the system.
             self.index.bm25.compact()
-            # Every entity's links and items made now (about 0.1 s at 100k), kept across
-            # writes: no first ranking that reaches an entity pays for them.
-            self.index.graph_warm()
             heap_trim()
             log.info(
                 "compiler index of project %s built from %d rows in process %d",
@@ -132,6 +130,12 @@ class ProjectIndex:
         self.rows_unsaved += rows
         if save and self.rows_unsaved >= settings.COMPILER_SNAPSHOT_MIN_ROWS:
             self._snapshot_due(project)
+        if built and self.source is None:
+            # Kept as built: every entity's links and items made now (about 0.1 s at 100k), kept
+            # across writes, so that no first ranking that reaches an entity pays for them (an
+            # index served from its snapshot instead makes them there, ``_serve_saved``).
+            self.index.graph_warm()
+            _settle()
         return current
 
     def _snapshot_due(self, project: Project) -> None:
@@ -162,8 +166,8 @@ class ProjectIndex:
         # interpreter's free lists, whose last tuples and floats would otherwise keep whole
         # arenas of it mapped (about 180 MB at 100k facts).
         gc.collect()
-        # As the build did: every entity's links and items made now (about 0.12 s at 100k,
-        # 30 MB), not by the first rankings that reach them.
+        # As a build kept as built does: every entity's links and items made now (about 0.12 s
+        # at 100k, 30 MB), not by the first rankings that reach them.
         self.index.graph_warm()
         _settle()
         heap_trim()
