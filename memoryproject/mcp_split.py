@@ -3,7 +3,8 @@
 The MCP SDK's import and its tool registrations take about as long as Django's start-up and
 the compiler index's load together (each 0.4 to 0.7 s of one core), and neither needs the
 other until a call comes. So ``manage.py mcp_serve`` over stdio forks as it starts, before
-either is imported (``front_fork``):
+either is imported, once it has imported what both need (``SHARED``: asyncio, pydantic and a
+few more; ``front_fork``):
 
 - the **front**, the process the client started, keeps stdin and stdout: it imports the SDK
   (memoryproject.mcp_server, never Django), waits for the manifest of tools, resources and
@@ -25,6 +26,7 @@ This module imports neither Django nor the SDK.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
 import json
 import logging
@@ -46,6 +48,30 @@ BACK_FD_ENV = "MEMORY_MCP_BACK_FD"
 BACK_THREADS = 8
 
 BACK_ENDED = "the server's worker process ended; restart the MCP server"
+
+#: What both halves import, the front for the SDK and the back for Django and the service:
+#: imported once, before the fork, so that neither imports it again. On a busy machine the two
+#: halves share one session's part of the cores, and a first answer waits for the CPU time of
+#: both (``tests/unit/test_door_imports.py`` checks each half imports every one of them).
+SHARED = (
+    "asyncio",
+    "importlib.metadata",
+    "inspect",
+    "logging.config",
+    "json",
+    "html",
+    "http.client",
+    "email.utils",
+    "ssl",
+    "annotated_types",
+    "pydantic.main",
+    "pydantic.types",
+    "pydantic.fields",
+    "pydantic.functional_validators",
+    "pydantic.json_schema",
+    "cryptography.hazmat.primitives.ciphers",
+    "cryptography.hazmat.primitives.hashes",
+)
 
 
 def split_wanted(args: list[str]) -> bool:
@@ -220,9 +246,16 @@ def front_run(sock: socket.socket, back_pid: int) -> int:
     return _back_status(back_pid)
 
 
+def shared_import() -> None:
+    """Imports ``SHARED`` (no thread starts: the process can still fork safely)."""
+    for name in SHARED:
+        importlib.import_module(name)
+
+
 def front_fork() -> None:
-    """Forks the back; returns in it (the command then runs there), and in the front serves
-    and exits."""
+    """Imports what both halves need (``shared_import``), forks the back; returns in it (the
+    command then runs there), and in the front serves and exits."""
+    shared_import()
     front, back = socket.socketpair()
     pid = os.fork()
     if pid == 0:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from memoryproject.mcp_calls import manifest, registry_build
+from memoryproject.mcp_split import SHARED
 from tests.new_process import new_process_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,7 @@ django.setup()
 from django.core.management import load_command_class
 load_command_class("memoryproject", "mcp_serve")
 from memoryproject.mcp_calls import manifest, registry_build
+from memoryproject.mcp_split import SHARED
 from tests.new_process import new_process_env
 manifest(registry_build())
 print("\\n".join(sorted(sys.modules)))
@@ -301,3 +303,26 @@ def test_the_semantic_backend_keeps_blas_threads_and_a_set_value_is_kept(tmp_pat
     assert _blas(tmp_path, MEMORY_SEMANTIC="1")["env"] is None
     kept = _blas(tmp_path, MEMORY_SEMANTIC="0", OPENBLAS_NUM_THREADS="2")
     assert kept == {"env": "2", "pools": [2]}
+
+
+# What manage.py imports before it forks a stdio server into its two halves.
+SHARED_ONLY = """
+import sys
+from memoryproject.mcp_split import shared_import
+shared_import()
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def test_what_is_imported_before_the_fork_is_what_both_halves_import(tmp_path):
+    # Each module imported once before the fork spares one half importing it: one neither
+    # half would import makes both larger; one only the front imports delays the back's
+    # start, and the reverse.
+    published = json.dumps(manifest(registry_build()))
+    front = set(_run(MCP_FRONT, tmp_path, args=(published,)).split())
+    back = _loaded(MCP_BACK, tmp_path)
+    assert [name for name in SHARED if name not in front] == []
+    assert [name for name in SHARED if name not in back] == []
+    shared = _loaded(SHARED_ONLY, tmp_path)
+    assert _of(shared, "django", "mcp", "mcp_types", "numpy", "graph_app") == []
+    assert set(SHARED) <= shared
