@@ -2,8 +2,11 @@
 
 ``--under-load N`` keeps N more processes busy for as long as the measurement runs, each
 spinning one core in a pure-Python loop (``while True: pass``: no memory, no disk, no lock
-shared with what is measured). On a 2-core machine, two of them leave each process of ours
-about a third of the machine's time instead of half of it or more. The result carries
+shared with what is measured), each in a session of its own. On a 2-core machine, two of them
+leave what is measured about a third of the machine's time instead of half of it or more: where
+the kernel shares the cores out by session first (Linux's autogroup), that third goes to the
+measured session as a whole, so a server of two processes gets about 0.6 of a core for both,
+not 0.6 each (docs/benchmarks.md, "what a busy machine gives a server"). The result carries
 ``under_load`` (how many processes spun, on how many cores) and the table says it in one line,
 so a figure read later tells the load it was taken under.
 """
