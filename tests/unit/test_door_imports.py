@@ -54,7 +54,6 @@ django.setup()
 from django.core.management import load_command_class
 load_command_class("memoryproject", "mcp_serve")
 from memoryproject.mcp_calls import manifest, registry_build
-from memoryproject.mcp_split import SHARED
 from tests.new_process import new_process_env
 manifest(registry_build())
 print("\\n".join(sorted(sys.modules)))
