@@ -161,7 +161,15 @@ class ProjectIndex:
         snapshot = snapshot_read(project.pk)
         if snapshot is None or snapshot.head != self.head:
             return
-        self.index, self.source = snapshot.index, snapshot.source
+        built, self.index, self.source = self.index, snapshot.index, snapshot.source
+        if len(built.dense):
+            # Sentence vectors are not in the snapshot: those made for the build move to the
+            # slots the file gives the same documents, rather than being made again.
+            slot_of = self.index.bm25.slots
+            self.index.dense = built.dense.moved(
+                {old: slot_of[key] for key, old in built.bm25.slots.items() if key in slot_of}
+            )
+        del built
         # The built index is let go by reference counting; a full collection then empties the
         # interpreter's free lists, whose last tuples and floats would otherwise keep whole
         # arenas of it mapped (about 180 MB at 100k facts).

@@ -6,7 +6,7 @@ embedded again; a slot without one scores 0. Pure Python + numpy: no Django impo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,19 @@ class DenseColumn:
         index = np.asarray(slots, dtype=np.int64)
         self._vectors[index] = vectors
         self._has[index] = True
+
+    def moved(self, slots: Mapping[int, int]) -> DenseColumn:
+        """A column of this one's vectors at other slots (``slots``: old slot -> new slot); a
+        slot without a vector here, or not in ``slots``, has none there."""
+        column = DenseColumn()
+        if self._vectors is None:
+            return column
+        pairs = [
+            (old, new) for old, new in slots.items() if old < len(self._has) and self._has[old]
+        ]
+        if pairs:
+            column.put([new for _, new in pairs], self._vectors[[old for old, _ in pairs]])
+        return column
 
     def similarity(self, query: np.ndarray[Any, Any], n_slots: int) -> np.ndarray[Any, Any]:
         """Cosine similarity of each of ``n_slots`` slots to the unit ``query`` vector (0 where

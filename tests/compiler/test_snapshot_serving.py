@@ -9,6 +9,7 @@ import weakref
 import pytest
 
 from graph_app.compiler import context_compile
+from graph_app.domain import semantic
 from graph_app.episode_writes import episode_record
 from graph_app.fact_writes import fact_upsert
 from graph_app.index_cache import compiler_cache_clear, project_index
@@ -98,3 +99,30 @@ def test_writes_after_the_switch_are_served_as_a_build_would(snapshots, default_
 
     assert "orders_v2" in served["markdown"]
     assert served == _built_without_snapshots(default_project, settings)
+
+
+@pytest.mark.skipif(
+    not semantic.available(),
+    reason=f"the semantic backend is not installed (missing: {semantic.missing()})",
+)
+def test_the_sentence_vectors_of_the_build_are_served_with_it(snapshots, default_project, settings):
+    # Vectors are not in the snapshot: the index served from it keeps those the build made, at
+    # the slots the file gives the same items, so that ranking by meaning goes on at once.
+    settings.MEMORY_SEMANTIC = True
+    _graph(default_project)
+    episode_record(
+        project=default_project,
+        title="Maria",
+        category="session_note",
+        content="We adopted a puppy from the shelter, she is so playful.",
+        external_id="D1:1",
+    )
+
+    served = context_compile(
+        project=default_project, query="Does she own a dog?", max_tokens=400, order="relevance"
+    )
+
+    assert stats_of(default_project)["mapped"] == 1
+    index = project_index(default_project).index
+    assert len(index.dense) == len(index.docs)
+    assert served["items"][0]["external_id"] == "D1:1"  # no word in common with the query

@@ -30,6 +30,16 @@ def test_a_dense_column_grows_forgets_and_scores_zero_without_a_vector():
     assert DenseColumn().similarity(_unit(1, 0), 3).tolist() == [0.0, 0.0, 0.0]
 
 
+def test_a_dense_column_moved_keeps_each_vector_at_its_new_slot_and_none_where_none_was():
+    column = DenseColumn()
+    column.put([0, 2], np.stack([_unit(1, 0), _unit(0, 1)]))
+    column.forget(2)
+    moved = column.moved({0: 5, 1: 0, 2: 1})
+    assert len(moved) == 1 and moved.missing([0, 1, 5]) == [0, 1]
+    assert moved.similarity(_unit(1, 0), 6)[5] == pytest.approx(1.0)
+    assert len(DenseColumn().moved({0: 1})) == 0
+
+
 def _index():
     index = MemoryIndex()
     texts = {
