@@ -11,22 +11,23 @@ from functools import lru_cache
 
 from graph_app.domain.render import sentences
 from graph_app.domain.tokenize import tokenize
+from graph_app.domain.working_set import WORKING_SET
 from memoryproject.tokens import count_key, count_tokens
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=WORKING_SET)
 def counted_tokens(text: str) -> int:
     """``count_tokens(text)``, cached; a text not seen yet is looked up by its ``count_key``, so
     that texts differing only in their digits (dates, numbered names) are counted once."""
     return _counted(count_key(text))
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=WORKING_SET)
 def _counted(key: str) -> int:
     return count_tokens(key)
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=WORKING_SET)
 def sentence_terms(sentence: str) -> tuple[str, ...]:
     # An episode's sentences are the same from one compile to the next: tokenize them once.
     return tuple(tokenize(sentence))

@@ -21,16 +21,19 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from benchmarks.memory.coldstart import database_url, memory_of
+from benchmarks.memory.synthetic import SCALES, Corpus, queries_for
 from graph_app.graph_head import graph_head
 from graph_app.snapshot import snapshot_read
 from memoryproject.models import Project, Scope
@@ -84,13 +87,15 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
-def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str, Any]:
+def mcp_first_compile(
+    slug: str, query: str, *, pause: float = 0.0, soak: Soak = ()
+) -> dict[str, Any]:
     """Launch of ``manage.py mcp_serve --project slug --scope read`` (stdio) to its
     ``initialize`` answer and to its first ``memory_compile_context`` answer, in ms, with the
     memory of its two processes (front and back, memoryproject.mcp_split) after that answer
     and the CPU time both spent until it. With ``pause`` (seconds) the client lists the tools and
     waits that long before its first call, as an agent's model reads them: ``first_call_ms``
-    is then that call's own time."""
+    is then that call's own time. Then each compile of ``soak``, and the memory again."""
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -142,6 +147,12 @@ def mcp_first_compile(slug: str, query: str, *, pause: float = 0.0) -> dict[str,
                     {"role": role, "first_cpu_ms": first_cpu[pid], **memory_of(pid)}
                     for pid, role in roles
                 ]
+                for text, budget in soak:
+                    await session.call_tool(
+                        "memory_compile_context", {"query": text, "max_tokens": budget}
+                    )
+                if soak:
+                    report["soaked"] = _soaked(len(soak), roles)
 
     anyio.run(run)
     return report
@@ -172,11 +183,13 @@ def _post(port: int, key: str, body: dict[str, Any]) -> int | None:
         connection.close()
 
 
-def web_first_compile(slug: str, query: str, key: str, *, workers: int = 2) -> dict[str, Any]:
+def web_first_compile(
+    slug: str, query: str, key: str, *, workers: int = 2, soak: Soak = ()
+) -> dict[str, Any]:
     """Launch of the REST API's server (as deployed, ``workers`` workers) to its first
     ``POST /v1/graph/compile`` answer with API key ``key``, in ms, with the memory of its
     main process and workers after a few more answers (which reach every worker, most
-    likely)."""
+    likely); then each compile of ``soak``, and the memory again."""
     port = _free_port()
     command = [sys.executable, "-m", "memoryproject.server"]
     command += ["--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
@@ -217,6 +230,13 @@ def web_first_compile(slug: str, query: str, key: str, *, workers: int = 2) -> d
             {"role": "worker", "first_cpu_ms": first_cpu.get(pid, 0.0), **memory_of(pid)}
             for pid in children_of(process.pid)
         ]
+        for text, budget in soak:
+            if _post(port, key, {"project": slug, "query": text, "max_tokens": budget}) != 200:
+                raise RuntimeError(f"POST /v1/graph/compile failed for {text!r}")
+        if soak:
+            roles = [(process.pid, "main")]
+            roles += [(pid, "worker") for pid in children_of(process.pid)]
+            report["soaked"] = _soaked(len(soak), roles)
     finally:
         process.terminate()
         try:
@@ -246,19 +266,48 @@ def snapshot_state(slug: str) -> dict[str, Any]:
     return {"graph_revision": head.revision, "snapshot_revision": at, "writes_behind": behind}
 
 
-def first_compiles(slug: str, query: str, *, repeat: int = 1, pause: float = 0.0) -> dict[str, Any]:
+#: (query, max_tokens) of each compile a server answers after its first ones.
+Soak = Sequence[tuple[str, int]]
+SOAK_BUDGETS = (400, 800, 2000, 4000)
+#: Supersession chains the soak's queries aim at, half of them (the others name entities).
+SOAK_CHAINS = 26
+
+
+def soak_compiles(slug: str, count: int) -> list[tuple[str, int]]:
+    """``count`` compiles of the benchmark's kinds of query over project ``slug`` (each entity
+    and chain in turn, with another question), at budgets in turn: as an agent's sessions ask,
+    not one query again and again."""
+    if count <= 0:
+        return []
+    # What the queries need is read back from the stored graph (no scale of it is read).
+    corpus = Corpus(Project.objects.get(slug=slug), SCALES["100k"], random.Random(7))
+    corpus.read_back(chains=SOAK_CHAINS)
+    queries = queries_for(corpus, count, random.Random("soak"))
+    return [(text, SOAK_BUDGETS[n % len(SOAK_BUDGETS)]) for n, (text, _) in enumerate(queries)]
+
+
+def _soaked(count: int, roles: list[tuple[int, str]]) -> dict[str, Any]:
+    return {"compiles": count, "processes": [{"role": r, **memory_of(p)} for p, r in roles]}
+
+
+def first_compiles(
+    slug: str, query: str, *, repeat: int = 1, pause: float = 0.0, soak: int = 0
+) -> dict[str, Any]:
     """Each door's figures, ``repeat`` times in turn (the machine's load average and the
     snapshot's state beside); with ``pause``, also the MCP server's first call made ``pause``
-    seconds after the handshake."""
+    seconds after the handshake; with ``soak``, each door's first run answers that many
+    varied compiles more (``soak_compiles``) and its memory is read again."""
     state = snapshot_state(slug)
+    compiles = soak_compiles(slug, soak)
     api_key, key = api_key_create(name="first compile", project_slugs=[slug], scope=Scope.READ)
     runs: dict[str, list[dict[str, Any]]] = {"mcp_stdio": [], "web": []}
     if pause:
         runs["mcp_paused"] = []
     try:
-        for _ in range(repeat):
-            runs["mcp_stdio"].append(mcp_first_compile(slug, query))
-            runs["web"].append(web_first_compile(slug, query, key))
+        for run in range(repeat):
+            more = compiles if run == 0 else []
+            runs["mcp_stdio"].append(mcp_first_compile(slug, query, soak=more))
+            runs["web"].append(web_first_compile(slug, query, key, soak=more))
             if pause:
                 runs["mcp_paused"].append(mcp_first_compile(slug, query, pause=pause))
     finally:
@@ -302,4 +351,12 @@ def first_compile_lines(result: dict[str, Any]) -> list[str]:
                 f"{door:<10} {handshake:>10} {first:>9.0f} "
                 f"{run['first_cpu_ms']:>10.0f} {run['second_compile_ms']:>8.0f}  {memory}"
             )
+            if "soaked" in run:
+                soaked = ", ".join(
+                    f"{p['role']} {p.get('rss_mb', '?')}/{p.get('pss_mb', '?')}"
+                    for p in run["soaked"]["processes"]
+                )
+                lines.append(
+                    f"{'':<10} after {run['soaked']['compiles']} varied compiles: {soaked}"
+                )
     return lines

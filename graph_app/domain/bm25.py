@@ -25,6 +25,7 @@ import numpy as np
 
 from graph_app.domain.postings import Postings, index_of
 from graph_app.domain.stored_columns import Slots
+from graph_app.domain.working_set import TERMS_KEPT, kept
 
 T = TypeVar("T")
 
@@ -307,7 +308,7 @@ class BM25Index:
             cached = self._term_scores(term, b)
             if cached is None:
                 return None
-            self._contributions[(term, b)] = cached
+            kept(self._contributions, (term, b), cached, TERMS_KEPT)
         return cached
 
     def weighted_scores(

@@ -37,12 +37,10 @@ from graph_app.domain.memory_store import VISIBILITY_FILL, slot_column
 from graph_app.domain.postings import Postings
 from graph_app.domain.stored_columns import Runs, SlotList, StoredStrings, StoredTable, Text
 from graph_app.domain.tiebreak import TieKey, tie_of
+from graph_app.domain.working_set import WORKING_SET
 
 Arrays = dict[str, np.ndarray]
 _NO_POSITION = np.iinfo(np.int64).min
-#: Documents a restored index keeps once made (the ones requests reach most); the rest are
-#: made again from the columns when reached.
-DOCS_KEPT = 16384
 
 
 class StringTable:
@@ -223,11 +221,13 @@ def index_restore(
     docs = _StoredDocs(strings, arrays, cast(list[str], keys), payloads)
     index = MemoryIndex()
     index.bm25 = _bm25_restore(meta, arrays, strings, docs)
-    index._slot_docs = SlotList(n, docs.doc, cache=DOCS_KEPT)
+    # Documents, tie-break keys (about 200 bytes each: sorts among tied items ask for them
+    # again and again) and stream places kept once made, the ones requests reach most; the
+    # rest made again from the columns when reached.
+    index._slot_docs = SlotList(n, docs.doc, cache=WORKING_SET)
     index._stored_payloads = docs.payloads
-    # Kept once made (about 200 bytes each): sorts among tied items ask for them again and again.
-    index._ties = SlotList(n, docs.tie, cache=n)
-    index._places = SlotList(n, docs.place, cache=n)
+    index._ties = SlotList(n, docs.tie, cache=WORKING_SET)
+    index._places = SlotList(n, docs.place, cache=WORKING_SET)
     salience = arrays["doc.salience"]
 
     def items(runs: _StoredRuns) -> StoredTable[Any]:

@@ -24,6 +24,7 @@ from graph_app.domain.stored_columns import SlotList, Slots, entries, holds
 from graph_app.domain.termvectors import CorpusRows
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, digest_prefix, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
+from graph_app.domain.working_set import WORKING_SET, kept
 
 T = TypeVar("T")
 
@@ -95,8 +96,9 @@ class _Docs(Mapping[str, MemoryDoc]):
 
 # The stream neighbourhoods ``_stream_near`` keeps at most (a few hundred bytes each).
 NEAR_CACHE_MAX = 8192
-# The nodes whose links and items ``_links`` and ``_items_made`` keep at most, each.
-NODE_CACHE_MAX = 65536
+# The nodes whose links and items ``_links``, ``_items_made`` and ``_seen`` keep at most, each
+# (working_set: what a long-serving process holds stays bounded however many nodes it reaches).
+NODE_CACHE_MAX = 2 * WORKING_SET
 
 
 def doc_place(doc: MemoryDoc) -> tuple[str, int] | None:
@@ -141,8 +143,8 @@ class MemoryStore:
         # its step (``_stream_near``); emptied by every change and when it grows past its bound.
         self._near_cache: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         # For one visibility at a time (its byte per slot): each node's visible neighbours and
-        # the visible items about it, made on first use (``neighbours_seen``, ``items_seen``);
-        # emptied by every change. A server answers query after query over one visibility, and
+        # the visible items about it, made on first use (``neighbours_seen``, ``items_seen``;
+        # ``NODE_CACHE_MAX`` nodes at most); emptied by every change. A server answers query after query over one visibility, and
         # activation reaches the same hubs each time.
         self._seen: tuple[bytes, dict[str, list[str]], dict[str, list[tuple[int, float]]]] = (
             b"",
@@ -372,7 +374,7 @@ class MemoryStore:
             if found is None:
                 # Each once: activation keeps the strongest value that reaches a node, so a
                 # second edge to it changes nothing.
-                found = made[node] = list(dict.fromkeys(self._neighbours(node, visible)))
+                found = _kept(made, node, list(dict.fromkeys(self._neighbours(node, visible))))
             return found
 
         return neighbours
@@ -383,7 +385,7 @@ class MemoryStore:
         made = self._seen_for(visible)[1]
         found = made.get(node)
         if found is None:
-            found = made[node] = [item for item in self._items_made(node) if visible[item[0]]]
+            found = _kept(made, node, [item for item in self._items_made(node) if visible[item[0]]])
         return found
 
     def graph_warm(self) -> int:
@@ -514,11 +516,8 @@ def _nodes_touched(doc: MemoryDoc) -> set[str]:
 
 
 def _kept(cache: dict[str, T], node: str, value: T) -> T:
-    """``value`` kept in ``cache`` for ``node``; the cache emptied first when it is full."""
-    if len(cache) >= NODE_CACHE_MAX:
-        cache.clear()
-    cache[node] = value
-    return value
+    """``value`` kept in ``cache`` for ``node`` (at most ``NODE_CACHE_MAX`` nodes)."""
+    return kept(cache, node, value, NODE_CACHE_MAX)
 
 
 @dataclass(eq=False)

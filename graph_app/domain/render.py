@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from graph_app.domain.tokenize import month_words
+from graph_app.domain.working_set import WORKING_SET
 from memoryproject.domain.spotlight import CLOSE, OPEN, neutral
 
 EPISODE_TAGS = {
@@ -160,7 +161,7 @@ def episode_text(
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?…])\s+")
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=WORKING_SET)
 def sentences(text: str) -> tuple[str, ...]:
     """The sentences of ``text``, whitespace collapsed (cached: an item's content is previewed
     again for every query it matches)."""

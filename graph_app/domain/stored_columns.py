@@ -26,11 +26,13 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 
+from graph_app.domain.working_set import STRINGS_KEPT, kept
+
 T = TypeVar("T")
 V = TypeVar("V")
 
-# Strings up to this many bytes are kept once decoded: tokens, short entity names, kinds,
-# section titles (not ids, which are longer: there is one per document).
+# Strings up to this many bytes are kept once decoded (at most STRINGS_KEPT): tokens, short
+# entity names, kinds, section titles (not ids, which are longer: there is one per document).
 _KEPT_BYTES = 32
 # Strings read through a reader less than this many bytes apart are read in one piece.
 _GAP_BYTES = 1 << 12
@@ -75,7 +77,7 @@ class StoredStrings:
             start = int(self._ends[number - 1]) if number else 0
             found = _decoded(self._text[start:end])
             if end - start <= _KEPT_BYTES:
-                self._kept[number] = found
+                kept(self._kept, number, found, STRINGS_KEPT)
         return found
 
     def many(self, numbers: Iterable[int]) -> list[str | None]:
@@ -98,14 +100,13 @@ class StoredStrings:
             at = np.asarray(numbers, dtype=np.int64)
             ends = self._ends[at].tolist()
             starts = np.where(at > 0, self._ends[np.maximum(at, 1) - 1], 0).tolist()
-        kept = self._kept
         read = _read_near(self._text, starts, ends)
         for place, number, value, start, end in zip(
             places, numbers, read, starts, ends, strict=True
         ):
             found[place] = value
             if end - start <= _KEPT_BYTES:
-                kept[number] = value
+                kept(self._kept, number, value, STRINGS_KEPT)
         return found
 
     def span(self, first: int, count: int) -> list[str]:

@@ -172,12 +172,16 @@ def test_a_new_servers_first_compile_is_timed_through_each_door_with_each_proces
         predicate="depends_on",
         object_value="ledger_store",
     )
-    result = first_compiles("default", "what does payment_service depend on")
+    result = first_compiles("default", "what does payment_service depend on", soak=6)
     roles = {"mcp_stdio": ["front", "back"], "web": ["main", "worker", "worker"]}
     for door, expected in roles.items():
         [run] = result["runs"][door]
         processes = run["processes"]
         assert [p["role"] for p in processes] == expected
+        # Then the varied compiles, every one answered, and each process's memory again.
+        assert run["soaked"]["compiles"] == 6
+        assert [p["role"] for p in run["soaked"]["processes"]] == expected
+        assert all(p["rss_mb"] > 0 for p in run["soaked"]["processes"])
         assert run["first_compile_ms"] > 0 and run["second_compile_ms"] > 0
         # The total is the processes' own figures added up; the process that loaded the
         # application (the back, the main process) did work before the first answer.
@@ -189,3 +193,4 @@ def test_a_new_servers_first_compile_is_timed_through_each_door_with_each_proces
     table = "\n".join(first_compile_lines(result))
     assert "CPU at the first answer" in table
     assert re.search(r"^web .* main [\d.]+/[\d.]+ \d+, worker", table, re.MULTILINE)
+    assert re.search(r"after 6 varied compiles: main [\d.]+/[\d.]+, worker", table)

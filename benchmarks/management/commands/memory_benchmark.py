@@ -11,7 +11,8 @@ and writes a log-log chart.
     manage.py memory_benchmark --scale small|cortex|100k [--json] [--seed N] [--keep] [--cold]
         [--profile-stages]
     manage.py memory_benchmark --scales 1k,10k,100k [--plot FILE] [--keep] [--json]
-    manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--pause S] [--json]
+    manage.py memory_benchmark --first-compile PROJECT [--repeat N] [--pause S] [--soak N]
+        [--json]
 
 Each form takes ``--under-load N``: the same with N more processes each spinning one core
 (``benchmarks/under_load.py``).
@@ -19,7 +20,9 @@ Each form takes ``--under-load N``: the same with N more processes each spinning
 ``--first-compile`` times a new server process to its first compile over a stored project (a
 kept corpus: ``bench-keep-100k-s7``), through each door as a client meets it: ``mcp_serve``
 over stdio under the MCP SDK's client, and the REST API's server (``memoryproject.server``) over
-HTTP (``benchmarks/memory/processes.py``).
+HTTP (``benchmarks/memory/processes.py``). Each door's first run then answers ``--soak``
+compiles of varied queries and budgets, and the memory of its processes is read again: a
+server's caches fill as it serves, up to their bounds (graph_app.domain.working_set).
 """
 
 from __future__ import annotations
@@ -99,6 +102,14 @@ class Command(BaseCommand):
             "the handshake, as an agent's model reads the tools",
         )
         parser.add_argument(
+            "--soak",
+            type=int,
+            default=2000,
+            help="--first-compile: then this many compiles of varied queries and budgets through "
+            "each door (its first run), and each process's memory after them: what a server "
+            "holds once it has served a while (0: none)",
+        )
+        parser.add_argument(
             "--profile-stages",
             action="store_true",
             help="also time each query's delivered compile per stage (ranking, activation, "
@@ -132,6 +143,7 @@ class Command(BaseCommand):
                 options["query"],
                 repeat=options["repeat"],
                 pause=options["pause"],
+                soak=options["soak"],
             )
             render: Callable[[dict[str, Any]], list[str]] = first_compile_lines
         elif options["scales"] or options["sweep"]:
