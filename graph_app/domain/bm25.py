@@ -24,7 +24,7 @@ from typing import TypeVar, overload
 import numpy as np
 
 from graph_app.domain.postings import Postings, index_of
-from graph_app.domain.stored_columns import Slots
+from graph_app.domain.stored_columns import SlotList, Slots
 from graph_app.domain.working_set import TERMS_KEPT, kept
 
 T = TypeVar("T")
@@ -133,8 +133,10 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self.epsilon = epsilon
-        self._slot_of: dict[str, int] = {}
-        self._keys: list[str | None] = []
+        # Slot by key, made from ``_keys`` when first asked for (``_slot_of``): a restored
+        # index answers queries by slot, and only a write or a lookup by key needs the map.
+        self._slot_of_made: dict[str, int] | None = {}
+        self._keys: list[str | None] | SlotList[str | None] = []
         # Each document's tokens as given (the caller's tuple, shared, not copied): term
         # frequencies are counted again only when a document is replaced.
         self._doc_tokens: Slots[Sequence[str]] = list[Sequence[str]]()
@@ -154,8 +156,19 @@ class BM25Index:
 
     # -- maintenance ---------------------------------------------------------------------
 
+    @property
+    def _slot_of(self) -> dict[str, int]:
+        made = self._slot_of_made
+        if made is None:
+            made = {key: slot for slot, key in enumerate(self._keys) if key is not None}
+            if len(made) != len(self._keys):
+                raise ValueError("document keys: not one per document")
+            self._slot_of_made = made
+        return made
+
     def __len__(self) -> int:
-        return len(self._slot_of)
+        # Every slot holds a document: one is replaced in its slot, never taken out.
+        return len(self._keys)
 
     def __contains__(self, key: str) -> bool:
         return key in self._slot_of
@@ -226,7 +239,7 @@ class BM25Index:
     def _refresh(self) -> None:
         if not self._dirty:
             return
-        n_docs = len(self._slot_of)
+        n_docs = len(self._keys)
         self._avgdl = self._total_len / n_docs if n_docs else 0.0
         self._contributions = {}
         # Length normalisations are the same for every query until the set changes.
@@ -279,7 +292,7 @@ class BM25Index:
         ``b``: the length normalisation, when not the index's."""
         self._refresh()
         size = len(self._keys)
-        if not self._slot_of:
+        if not size:
             return np.zeros(size)
         slots: list[np.ndarray] = []
         scores: list[np.ndarray] = []
@@ -383,7 +396,7 @@ class BM25Index:
         df = self._postings.frequency(term)
         if not df:
             return 0.0
-        n_docs = len(self._slot_of)
+        n_docs = len(self._keys)
         return math.log1p((n_docs - df + 0.5) / (df + 0.5))
 
     def matched_weight(self, query: Sequence[str]) -> np.ndarray:

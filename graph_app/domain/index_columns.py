@@ -211,14 +211,16 @@ def index_restore(
     strings = StoredStrings(arrays["strings.text"], arrays["strings.ends"], reader=text)
     n = int(meta["docs"])
     numbers = strings.check(arrays["doc.key"], "document keys", none=False)
+    # Each key once: the table holds each string once, so distinct numbers are distinct keys.
     # ``index_columns`` numbers the keys first: 0, 1, ... in slot order.
-    if len(numbers) == n and np.array_equal(numbers, np.arange(n)):
-        keys: list[str | None] = list(strings.span(0, n))
-    else:
-        keys = strings.many(numbers.tolist())
-    if len(keys) != n:  # and each key once: checked as the slots are numbered (``_bm25_restore``)
+    in_order = len(numbers) == n and np.array_equal(numbers, np.arange(n))
+    if len(numbers) != n or (not in_order and (np.diff(np.sort(numbers)) == 0).any()):
         raise ValueError("document keys: not one per document")
-    docs = _StoredDocs(strings, arrays, cast(list[str], keys), payloads)
+    # Each read from the columns when reached (a ranking reaches a few hundred): 110,000 keys
+    # held as strings, with a dict of them, weighed 14 MiB in every process at 100k.
+    docs = _StoredDocs(
+        strings, arrays, _StoredKeys(strings, n, None if in_order else numbers), payloads
+    )
     index = MemoryIndex()
     index.bm25 = _bm25_restore(meta, arrays, strings, docs)
     # Documents, tie-break keys (about 200 bytes each: sorts among tied items ask for them
@@ -275,6 +277,26 @@ def index_restore(
     return index
 
 
+class _StoredKeys:
+    """Each stored slot's document key, read from the strings when asked for: by the slot's own
+    number, or through ``numbers`` (the keys' numbers by slot) when the table numbers them
+    otherwise."""
+
+    def __init__(self, strings: StoredStrings, n: int, numbers: np.ndarray | None) -> None:
+        self._strings = strings
+        self._n = n
+        self._numbers = numbers
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, slot: int) -> str:
+        if not 0 <= slot < self._n:
+            raise IndexError(slot)
+        number = slot if self._numbers is None else int(self._numbers[slot])
+        return cast(str, self._strings[number])
+
+
 class _StoredDocs:
     """The documents' columns, checked, and each slot's ``MemoryDoc`` and tie-break key made
     from them on demand."""
@@ -283,7 +305,7 @@ class _StoredDocs:
         self,
         strings: StoredStrings,
         arrays: Mapping[str, np.ndarray],
-        keys: list[str],
+        keys: _StoredKeys,
         payloads: PayloadColumns,
     ) -> None:
         n = len(keys)
@@ -390,10 +412,8 @@ def _bm25_restore(
     bm25 = BM25Index(k1=float(meta["k1"]), b=float(meta["b"]), epsilon=float(meta["epsilon"]))
     keys = docs.keys
     n = len(keys)
-    bm25._slot_of = dict(zip(keys, range(n), strict=True))
-    if len(bm25._slot_of) != n:
-        raise ValueError("document keys: not one per document")
-    bm25._keys = list(keys)
+    bm25._slot_of_made = None  # made when a write or a lookup by key first needs it
+    bm25._keys = SlotList(n, keys.__getitem__)
     bm25._doc_tokens = SlotList(n, docs.tokens.__getitem__)
     lengths = docs.tokens.lengths()
     bm25._lengths = lengths.astype(np.float64)

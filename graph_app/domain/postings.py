@@ -16,6 +16,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from graph_app.domain.working_set import TERMS_KEPT, kept
+
 Run = tuple[np.ndarray, np.ndarray]
 
 
@@ -52,7 +54,8 @@ class Postings:
             stored_slots = int(self._slots.max()) + 1 if len(self._slots) else 0
         self._stored_slots = stored_slots
         # Per term written since: slot -> frequency (0: a stored entry no longer held), how
-        # many documents hold the term now, and its run made for queries (until its next change).
+        # many documents hold the term now, and its run made for queries (until its next change;
+        # at most TERMS_KEPT terms' at once, graph_app.domain.working_set).
         self._changed: dict[str, dict[int, int]] = {}
         self._held: dict[str, int] = {}
         self._arrays: dict[str, Run] = {}
@@ -132,11 +135,13 @@ class Postings:
             slots, tfs = changed[held], tfs[held]
             stored = self._stored(term)
             if stored is not None:
-                kept = ~np.isin(stored[0], changed)
-                slots = np.concatenate((stored[0][kept].astype(np.int64), slots))
-                tfs = np.concatenate((stored[1][kept].astype(np.int64), tfs))
+                unchanged = ~np.isin(stored[0], changed)
+                slots = np.concatenate((stored[0][unchanged].astype(np.int64), slots))
+                tfs = np.concatenate((stored[1][unchanged].astype(np.int64), tfs))
             order = np.argsort(slots, kind="stable")
-            cached = self._arrays[term] = (slots[order], tfs[order])
+            # Kept as a stored run is (int32: half of int64), for at most TERMS_KEPT terms.
+            merged = (slots[order].astype(np.int32), tfs[order].astype(np.int32))
+            cached = kept(self._arrays, term, merged, TERMS_KEPT)
         return cached
 
     def compact(self, *, stored_slots: int | None = None) -> None:

@@ -31,7 +31,8 @@ from graph_app.domain.snapshot_file import (
 KEY = b"k" * 32
 WHEN = datetime(2026, 4, 20, 9, 30, 15, 123456, tzinfo=UTC)
 # What a BM25 index computes when queried, not what it holds.
-BM25_CACHES = {"_dirty", "_idf", "_avgdl", "_norms", "_contributions"}
+# (and the slot by key, made from the keys when first asked for: compared below as ``slots``)
+BM25_CACHES = {"_dirty", "_idf", "_avgdl", "_norms", "_contributions", "_slot_of_made"}
 # (``docs`` is a view of the slots, compared below with the rest.)
 INDEX_STATE = {
     "bm25", "_slot_docs", "_items_of", "_mentioned_by", "_edges_of", "_refs",
@@ -46,7 +47,7 @@ NOT_STORED |= {"_stored_payloads"}
 # graph as one visibility shows it, and each node's links and items it is filtered from; the
 # live view.
 NOT_STORED |= {"_corpus", "_near_cache", "_seen", "_node_links", "_node_items", "_live"}
-BM25_STATE = {"k1", "b", "epsilon", "_slot_of", "_keys", "_doc_tokens", "_lengths"}
+BM25_STATE = {"k1", "b", "epsilon", "_keys", "_doc_tokens", "_lengths"}
 BM25_STATE |= {"_postings", "_total_len"}
 
 
@@ -161,6 +162,7 @@ def _restored(index: MemoryIndex) -> MemoryIndex:
 
 def test_a_restored_index_holds_every_attribute_of_the_one_written(index):
     restored = _restored(index)
+    assert restored.bm25._slot_of_made is None  # the slot by key: made when first asked for
     assert set(vars(index)) - NOT_STORED == set(vars(restored)) - NOT_STORED == INDEX_STATE, (
         "a new attribute to store"
     )
@@ -172,6 +174,7 @@ def test_a_restored_index_holds_every_attribute_of_the_one_written(index):
     n = index.bm25.n_slots
     for name in BM25_STATE - {"_lengths"}:
         assert getattr(restored.bm25, name) == getattr(index.bm25, name), name
+    assert restored.bm25.slots == index.bm25.slots
     # (lengths: an array with room to grow past the slots)
     assert np.array_equal(restored.bm25._lengths[:n], index.bm25._lengths[:n])
     for name, column in index._arrays.items():

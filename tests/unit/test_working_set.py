@@ -10,6 +10,7 @@ from graph_app import text_cache
 from graph_app.domain import render
 from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.index_columns import StringTable
+from graph_app.domain.postings import Postings
 from graph_app.domain.stored_columns import StoredStrings
 from graph_app.domain.working_set import STRINGS_KEPT, TERMS_KEPT, WORKING_SET, kept
 
@@ -68,3 +69,17 @@ def test_the_caches_of_texts_a_compile_counts_and_splits_hold_at_most_the_workin
         "0",
         "payment",
     )
+
+
+def test_runs_merged_with_their_writes_are_kept_for_at_most_the_terms_bound_and_read_right():
+    terms = [f"t{n:05d}" for n in range(TERMS_KEPT + 100)]
+    ends = np.arange(2, 2 * len(terms) + 1, 2, dtype=np.int64)
+    slots = np.tile(np.array([0, 1], dtype=np.int32), len(terms))
+    postings = Postings(terms, ends, slots, np.ones(2 * len(terms), dtype=np.int32))
+    for term in terms:
+        postings.add(term, 5, 2)
+    for term in terms + terms[:3]:
+        run = postings.run(term)
+        assert run is not None
+        assert run[0].tolist() == [0, 1, 5] and run[1].tolist() == [1, 1, 2]
+        assert len(postings._arrays) <= TERMS_KEPT
