@@ -25,7 +25,7 @@ import numpy as np
 
 from graph_app.domain.postings import Postings, index_of
 from graph_app.domain.stored_columns import SlotList, Slots
-from graph_app.domain.working_set import TERMS_KEPT, kept
+from graph_app.domain.working_set import TERMS_KEPT, grown, kept
 
 T = TypeVar("T")
 
@@ -205,9 +205,9 @@ class BM25Index:
             self._keys.append(None)
             self._doc_tokens.append(())
             if slot >= len(self._lengths):
-                grown = np.zeros(max(slot + 1, 2 * len(self._lengths)))
-                grown[: len(self._lengths)] = self._lengths
-                self._lengths = grown
+                longer = np.zeros(grown(len(self._lengths), slot + 1))
+                longer[: len(self._lengths)] = self._lengths
+                self._lengths = longer
         self._slot_of[key] = slot
         self._keys[slot] = key
         self._doc_tokens[slot] = tokens

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from graph_app.domain.working_set import grown
+
 
 class DenseColumn:
     """Unit vectors by slot (float32, zero rows where there is none)."""
@@ -41,10 +43,10 @@ class DenseColumn:
             self._vectors = np.zeros((max(size, 64), dim), dtype=np.float32)
             self._has = np.zeros(len(self._vectors), dtype=bool)
         if size > len(self._vectors):
-            grown = max(size, 2 * len(self._vectors))
-            vectors_grown = np.zeros((grown, dim), dtype=np.float32)
+            longer = grown(len(self._vectors), size)
+            vectors_grown = np.zeros((longer, dim), dtype=np.float32)
             vectors_grown[: len(self._vectors)] = self._vectors
-            has = np.zeros(grown, dtype=bool)
+            has = np.zeros(longer, dtype=bool)
             has[: len(self._has)] = self._has
             self._vectors, self._has = vectors_grown, has
         index = np.asarray(slots, dtype=np.int64)

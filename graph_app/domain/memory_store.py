@@ -24,7 +24,7 @@ from graph_app.domain.stored_columns import SlotList, Slots, entries, holds
 from graph_app.domain.termvectors import CorpusRows
 from graph_app.domain.tiebreak import EMPTY_TIE, TieKey, digest_prefix, tie_key
 from graph_app.domain.visibility import episode_visible, fact_visible, valid_at
-from graph_app.domain.working_set import WORKING_SET, kept
+from graph_app.domain.working_set import WORKING_SET, grown, kept
 
 T = TypeVar("T")
 
@@ -421,11 +421,11 @@ class MemoryStore:
     def _set_columns(self, slot: int, doc: MemoryDoc) -> None:
         a = self._arrays
         if slot >= len(a["present"]):
-            size = max(slot + 1, 2 * len(a["present"]))
+            size = grown(len(a["present"]), slot + 1)
             for name, column in a.items():
-                grown = slot_column(VISIBILITY_FILL[name], size)
-                grown[: len(column)] = column
-                a[name] = grown
+                longer = slot_column(VISIBILITY_FILL[name], size)
+                longer[: len(column)] = column
+                a[name] = longer
         a["present"][slot] = True
         a["fact"][slot] = doc.kind == "fact"
         a["recorded"][slot] = doc.recorded_at

@@ -12,7 +12,7 @@ from graph_app.domain.bm25 import BM25Index
 from graph_app.domain.index_columns import StringTable
 from graph_app.domain.postings import Postings
 from graph_app.domain.stored_columns import StoredStrings
-from graph_app.domain.working_set import STRINGS_KEPT, TERMS_KEPT, WORKING_SET, kept
+from graph_app.domain.working_set import STRINGS_KEPT, TERMS_KEPT, WORKING_SET, grown, kept
 
 
 def test_a_kept_cache_never_holds_more_than_its_limit_and_keeps_the_newest_entry():
@@ -83,3 +83,9 @@ def test_runs_merged_with_their_writes_are_kept_for_at_most_the_terms_bound_and_
         assert run is not None
         assert run[0].tolist() == [0, 1, 5] and run[1].tolist() == [1, 1, 2]
         assert len(postings._arrays) <= TERMS_KEPT
+
+
+def test_per_slot_arrays_grow_by_an_eighth_not_double():
+    assert grown(110_000, 110_001) == 123_750
+    assert grown(10, 11) == 74  # at least 64 more
+    assert grown(100, 500) == 500  # at least what is needed
