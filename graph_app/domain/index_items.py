@@ -15,6 +15,7 @@ import numpy as np
 
 from graph_app.domain.index_columns import Arrays, PayloadColumns, StringTable
 from graph_app.domain.stored_columns import StoredStrings
+from graph_app.domain.working_set import WORKING_SET
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,8 @@ class _StoredFactFields(Sequence[Any]):
 
 
 #: Items a restored index keeps once made (about 2 KiB each, 8 MiB in all at most): the ones
-#: requests reach again.
-ITEMS_KEPT = 4096
+#: requests reach again (graph_app.domain.working_set).
+ITEMS_KEPT = WORKING_SET
 
 
 class _StoredItems:

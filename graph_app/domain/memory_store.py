@@ -144,8 +144,8 @@ class MemoryStore:
         self._near_cache: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {}
         # For one visibility at a time (its byte per slot): each node's visible neighbours and
         # the visible items about it, made on first use (``neighbours_seen``, ``items_seen``;
-        # ``NODE_CACHE_MAX`` nodes at most); emptied by every change. A server answers query after query over one visibility, and
-        # activation reaches the same hubs each time.
+        # ``NODE_CACHE_MAX`` nodes at most); emptied by every change. A server answers query
+        # after query over one visibility, and activation reaches the same hubs each time.
         self._seen: tuple[bytes, dict[str, list[str]], dict[str, list[tuple[int, float]]]] = (
             b"",
             {},
